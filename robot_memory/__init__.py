@@ -1,0 +1,14 @@
+"""robot_memory: episodic-to-semantic memory for ROS 2 robots, without identity drift.
+
+The ROS-free core (manifest, store, consolidation, grounding, CLI) imports no rclpy;
+the rclpy nodes live in ``robot_memory.ros``.
+"""
+
+import pkgutil
+
+# The generated interfaces (robot_memory.msg, robot_memory.srv) are installed by colcon
+# into another robot_memory/ directory on sys.path; extending __path__ lets a source
+# checkout and that install serve one package.
+__path__ = pkgutil.extend_path(__path__, __name__)
+
+__version__ = "0.1.0"

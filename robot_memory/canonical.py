@@ -1,0 +1,21 @@
+"""Canonical JSON: the one byte representation that hashes and snapshots are taken over."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no insignificant whitespace, UTF-8 text, NaN refused.
+
+    Floats are written with Python's shortest round-trip repr, so the same value always
+    gives the same bytes.
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,219 @@
+"""`robot-memory`: the command line. Each verb is a thin adapter over the core; a
+failure prints one line saying what and where, and exits non-zero."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from robot_memory.canonical import canonical_json
+
+DEFAULT_DB = "sqlite:///robot_memory.db"
+
+
+class CommandError(Exception):
+    """Raised by a verb for a failure the user can fix; printed without a traceback."""
+
+
+def _identity(args) -> str:
+    from robot_memory.manifest import load_manifest, parse_certified_hash
+    if getattr(args, "identity", None):
+        return parse_certified_hash(args.identity, "--identity")
+    if getattr(args, "manifest", None):
+        return load_manifest(args.manifest).identity_hash()
+    raise CommandError("give --manifest PATH or --identity HASH")
+
+
+def _partition(args):
+    from robot_memory.store import MemoryStore
+    return MemoryStore(args.db).partition(_identity(args))
+
+
+def cmd_hash(args) -> int:
+    from robot_memory.manifest import load_manifest
+    print(load_manifest(args.manifest).identity_hash())
+    return 0
+
+
+def _stamp_ns(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError("stamp must be a number of seconds")
+    try:
+        seconds = Decimal(str(value))
+    except InvalidOperation as exc:
+        raise ValueError(f"stamp {value!r} is not a number") from exc
+    if not seconds.is_finite() or seconds < 0:
+        raise ValueError(f"stamp {value!r} must be finite and >= 0")
+    return int(seconds * 1_000_000_000)
+
+
+def cmd_ingest(args) -> int:
+    from robot_memory.consolidation import EXECUTION_RESULT
+    from robot_memory.records import InvalidRecord, validate_record
+    from robot_memory.store import NewEvent
+    partition = _partition(args)
+    good, bad = [], 0
+    with open(args.jsonl, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError("line is not a JSON object")
+                data = dict(data)
+                if "stamp" not in data:
+                    raise ValueError("stamp: missing field (seconds)")
+                data["stamp_ns"] = _stamp_ns(data.pop("stamp"))
+                record = validate_record(data)
+            except (ValueError, InvalidRecord) as exc:
+                bad += 1
+                print(f"{args.jsonl}:{number}: rejected: {exc}", file=sys.stderr)
+                continue
+            good.append(NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns))
+    for start in range(0, len(good), 5000):
+        partition.append_many(good[start:start + 5000])
+    print(f"ingested {len(good)} execution results, rejected {bad} lines "
+          f"(identity {partition.identity_hash})")
+    return 1 if bad else 0
+
+
+def cmd_consolidate(args) -> int:
+    from robot_memory.consolidation import RulesConfig, consolidation_pass
+    from robot_memory.consolidation.diff import format_diff
+    config = RulesConfig(promotion_min_observations=args.promotion_min_observations)
+    report = consolidation_pass(_partition(args), config, apply=args.apply)
+    print(format_diff(report))
+    return 0
+
+
+def fact_json(fact) -> dict[str, Any]:
+    return {"id": fact.id, "kind": fact.kind, "key": fact.key, "status": fact.status,
+            "confidence": fact.confidence, "n_observations": fact.n_observations,
+            "rule_version": fact.rule_version,
+            "last_supporting_event_id": fact.last_supporting_event_id,
+            "last_updated_ns": fact.last_updated_ns, "value": fact.value}
+
+
+def cmd_facts(args) -> int:
+    facts = _partition(args).facts()
+    if args.json:
+        print(canonical_json([fact_json(f) for f in facts]))
+        return 0
+    if not facts:
+        print("no facts")
+    for fact in facts:
+        print(f"{fact.kind} [{fact.key}] {fact.status} confidence={fact.confidence} "
+              f"n={fact.n_observations} rule={fact.rule_version}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from robot_memory.store import MemoryStore, verify_chain
+    store = MemoryStore(args.db)
+    identities = [_identity(args)] if (args.manifest or args.identity) else store.identities()
+    failed = 0
+    for identity in identities:
+        report = verify_chain(store.partition(identity))
+        print(report.describe())
+        failed += not report.ok
+    return 1 if failed else 0
+
+
+def _parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    import yaml
+    overrides = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep:
+            raise CommandError(f"--param {pair!r}: expected NAME=VALUE")
+        overrides[name] = yaml.safe_load(text)
+    return overrides
+
+
+def cmd_bringup(args) -> int:
+    from robot_memory.bringup import run_bringup
+    overrides = _parse_overrides(args.param)
+    overrides.update({"database_url": args.db, "manifest_path": str(Path(args.manifest).resolve()),
+                      "certified_hash": args.certified_hash or "",
+                      "certified_hash_file": args.certified_hash_file or ""})
+    return run_bringup(overrides, args.use_sim_time, args.namespace, args.log_level)
+
+
+def cmd_demo(args) -> int:
+    from robot_memory.demo.run_demo import run_demo
+    return run_demo(db_url=args.db, period_s=args.period, keep=args.keep)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="robot-memory", description=__doc__.split(".")[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+
+    def with_store(p, identity=True):
+        p.add_argument("--db", default=DEFAULT_DB, help=f"SQLAlchemy URL (default {DEFAULT_DB})")
+        if identity:
+            group = p.add_mutually_exclusive_group()
+            group.add_argument("--manifest", help="identity manifest YAML (identity = its hash)")
+            group.add_argument("--identity", help="identity hash (64 hex digits)")
+        return p
+
+    p = verbs.add_parser("hash", help="print a manifest's identity hash")
+    p.add_argument("--manifest", required=True)
+    p.set_defaults(func=cmd_hash)
+
+    p = with_store(verbs.add_parser("ingest", help="append execution results from JSON lines"))
+    p.add_argument("--jsonl", required=True)
+    p.set_defaults(func=cmd_ingest)
+
+    p = with_store(verbs.add_parser("consolidate", help="run a consolidation pass"))
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--dry-run", dest="apply", action="store_false",
+                      help="print what a pass would change, write nothing")
+    mode.add_argument("--apply", dest="apply", action="store_true", help="run the pass")
+    p.add_argument("--promotion-min-observations", type=int, default=3)
+    p.set_defaults(func=cmd_consolidate)
+
+    p = with_store(verbs.add_parser("facts", help="list an identity's facts"))
+    p.add_argument("--json", action="store_true", help="stable, sorted JSON snapshot")
+    p.set_defaults(func=cmd_facts)
+
+    p = with_store(verbs.add_parser("verify", help="check the hash chain(s); non-zero if broken"))
+    p.set_defaults(func=cmd_verify)
+
+    p = verbs.add_parser("bringup", help="start the four nodes (what the launch file starts)")
+    p.add_argument("--manifest", required=True)
+    p.add_argument("--certified-hash", default="")
+    p.add_argument("--certified-hash-file", default="")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--use-sim-time", action="store_true")
+    p.add_argument("--namespace", default="")
+    p.add_argument("--log-level", default="info")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a parameter of every node that declares it (repeatable)")
+    p.set_defaults(func=cmd_bringup)
+
+    p = verbs.add_parser("demo", help="the seed's glass_cup grasp example, end to end")
+    p.add_argument("--db", default="", help="store URL (default: a temporary SQLite file)")
+    p.add_argument("--period", type=float, default=2.0, help="consolidation period, sim seconds")
+    p.add_argument("--keep", action="store_true", help="keep the temporary files")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from robot_memory.manifest import ManifestError
+    from robot_memory.store import StoreError
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CommandError, ManifestError, StoreError, OSError) as exc:
+        print(f"robot-memory {args.verb}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""GroundingClient: what a planner node uses to ask robot_memory for grounding.
+
+    client = GroundingClient(node)                      # any rclpy node
+    result = client.query("manipulation.grasp", "glass_cup", "sim_relaxed",
+                          intent_id="intent-42")        # blocks up to timeout_s
+    if result.ok:
+        prompt = format_grounding_block(result.facts) + prompt
+    else:
+        ...  # result.reason_code: no_fact, only_candidates, contested, below_confidence, ...
+
+`query` waits on a future, so the node must be spun by another thread (a
+MultiThreadedExecutor or a background spin); `query_async` returns the future.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+
+from rclpy.node import Node
+
+from robot_memory.srv import GroundingQuery
+
+STATUS_NAMES = {GroundingQuery.Response.OK: "OK", GroundingQuery.Response.ABSTAIN: "ABSTAIN",
+                GroundingQuery.Response.IDENTITY_UNVERIFIED: "IDENTITY_UNVERIFIED",
+                GroundingQuery.Response.INVALID_REQUEST: "INVALID_REQUEST"}
+REASON_TIMEOUT = "timeout"
+REASON_UNAVAILABLE = "service_unavailable"
+
+
+@dataclass(frozen=True)
+class GroundingResult:
+    """Facts to ground on, or why there are none. `ok` is True only for status OK."""
+
+    status: str
+    reason_code: str = ""
+    reason: str = ""
+    identity_hash: str = ""
+    consultation_id: str = ""
+    facts: tuple = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "OK"
+
+
+class GroundingClient:
+    def __init__(self, node: Node, service_name: str = "ground", timeout_s: float = 1.0):
+        self._node = node
+        self._client = node.create_client(GroundingQuery, service_name)
+        self.timeout_s = timeout_s
+
+    def wait_for_service(self, timeout_s: float) -> bool:
+        return self._client.wait_for_service(timeout_sec=timeout_s)
+
+    def query_async(self, skill_id: str, target_class: str = "", environment: str = "", *,
+                    fact_kinds=(), min_confidence: float = 0.0, max_results: int = 0,
+                    intent_id: str = ""):
+        request = GroundingQuery.Request(
+            skill_id=skill_id, target_class=target_class, environment=environment,
+            fact_kinds=list(fact_kinds), min_confidence=float(min_confidence),
+            max_results=int(max_results), requester=self._node.get_fully_qualified_name(),
+            intent_id=intent_id)
+        return self._client.call_async(request)
+
+    def query(self, skill_id: str, target_class: str = "", environment: str = "",
+              **kwargs) -> GroundingResult:
+        if not self._client.service_is_ready():
+            return GroundingResult("UNAVAILABLE", REASON_UNAVAILABLE,
+                                   f"service {self._client.srv_name} is not available")
+        future = self.query_async(skill_id, target_class, environment, **kwargs)
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(self.timeout_s):
+            future.cancel()
+            return GroundingResult("TIMEOUT", REASON_TIMEOUT,
+                                   f"no answer within {self.timeout_s} s")
+        response = future.result()
+        return GroundingResult(STATUS_NAMES.get(response.status, str(response.status)),
+                               response.reason_code, response.reason, response.identity_hash,
+                               response.consultation_id, tuple(response.facts))
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def format_grounding_block(facts) -> str:
+    """The seed's prompt grounding block, one line per fact:
+    'known facts for this robot: grasp + glass_cup + sim_relaxed: recommended_force_n = 25,
+    confidence = 0.83, n_observations = 15'."""
+    if not facts:
+        return "known facts for this robot: none"
+    lines = []
+    for fact in facts:
+        parts = [f"recommended_{kv.key} = {_number(kv.value)}"
+                 for kv in fact.recommended_parameters]
+        value = json.loads(fact.value_json)
+        if "rate" in value:
+            parts.append(f"success_rate = {value['rate']:.2f}")
+        parts += [f"confidence = {fact.confidence:.2f}",
+                  f"n_observations = {fact.n_observations}"]
+        lines.append(f"{fact.key}: " + ", ".join(parts))
+    return "known facts for this robot: " + "; ".join(lines)

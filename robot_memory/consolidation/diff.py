@@ -1,0 +1,38 @@
+"""Readable diff of what a consolidation pass does (for `consolidate --dry-run`)."""
+
+from __future__ import annotations
+
+from robot_memory.consolidation.consolidation_pass import PassReport
+
+_SHOWN = ("n", "successes", "rate", "shrunk_rate", "confidence", "most_common_failure")
+
+
+def _flat(value: dict) -> dict:
+    out = {k: value[k] for k in _SHOWN if k in value}
+    for name, band in value.get("recommended_parameters", {}).items():
+        out[f"recommended.{name}"] = band["median"]
+    return out
+
+
+def format_diff(report: PassReport) -> str:
+    mode = "applied" if report.applied else "dry run, nothing written"
+    lines = [f"{report.summary()} [{mode}]"]
+    new = [c for c in report.changes if c.old is None]
+    changed = [c for c in report.changes if c.old is not None]
+    status_changes = [c for c in changed if c.old.status != c.new.status]
+    lines.append(f"{len(new)} new, {len(changed)} changed "
+                 f"({len(status_changes)} status changes)")
+    for change in new:
+        fields = ", ".join(f"{k}={v}" for k, v in _flat(change.new.value).items())
+        lines.append(f"+ {change.kind} [{change.key}] {change.new.status}: {fields}")
+    for change in changed:
+        old, new_ = _flat(change.old.value), _flat(change.new.value)
+        parts = [f"{k} {old.get(k)} -> {new_.get(k)}" for k in sorted(set(old) | set(new_))
+                 if old.get(k) != new_.get(k)]
+        if change.old.status != change.new.status:
+            parts.insert(0, f"status {change.old.status} -> {change.new.status}")
+        lines.append(f"~ {change.kind} [{change.key}]: " + ", ".join(parts))
+    if report.skipped:
+        lines.append("skipped: " + ", ".join(f"{k}={v}" for k, v in
+                                             sorted(report.skipped.items())))
+    return "\n".join(lines)

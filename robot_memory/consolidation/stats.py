@@ -1,0 +1,92 @@
+"""Exact, order-free statistics for consolidation.
+
+Values are kept as multisets (value -> count) and sums as exact fractions, so merging
+evidence in any order or in any number of passes gives the same bits (DESIGN
+invariant 4). Conversion to float happens once, when a fact is rendered.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+Multiset = dict[str, int]  # repr(float) -> count; repr round-trips exactly
+
+
+def multiset_add(bag: Multiset, value: float, count: int = 1) -> None:
+    key = repr(float(value))
+    bag[key] = bag.get(key, 0) + count
+
+
+def multiset_merge(into: Multiset, other: Multiset) -> None:
+    for key, count in other.items():
+        into[key] = into.get(key, 0) + count
+
+
+def _sorted_items(bag: Multiset) -> list[tuple[Fraction, int]]:
+    return sorted((Fraction(float(k)), c) for k, c in bag.items() if c > 0)
+
+
+def quantile(bag: Multiset, p: float) -> float:
+    """Linear-interpolation quantile (numpy's default), computed exactly."""
+    items = _sorted_items(bag)
+    n = sum(c for _, c in items)
+    if n == 0:
+        raise ValueError("quantile of an empty multiset")
+    position = Fraction(p) * (n - 1)
+    low_index = math.floor(position)
+    frac = position - low_index
+
+    def nth(index: int) -> Fraction:
+        seen = 0
+        for value, count in items:
+            seen += count
+            if index < seen:
+                return value
+        return items[-1][0]
+
+    low = nth(low_index)
+    high = nth(min(low_index + 1, n - 1))
+    return float(low + (high - low) * frac)
+
+
+def band(bag: Multiset) -> dict[str, float]:
+    """Median and interquartile band: robust to a few wild attempts."""
+    return {"median": quantile(bag, 0.5), "q1": quantile(bag, 0.25), "q3": quantile(bag, 0.75),
+            "min": float(_sorted_items(bag)[0][0]), "max": float(_sorted_items(bag)[-1][0])}
+
+
+def exact_mean(bag: Multiset) -> float:
+    items = _sorted_items(bag)
+    n = sum(c for _, c in items)
+    return float(sum(v * c for v, c in items) / n)
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval of a binomial rate; sensible at small n and near 0 or 1."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rate_confidence(successes: int, n: int) -> float:
+    """1 - width of the 95% Wilson interval: grows with n, lowest when outcomes split 50/50."""
+    low, high = wilson_interval(successes, n)
+    return round(1.0 - (high - low), 6)
+
+
+def shrunk_rate(successes: int, n: int, prior_mean: float, prior_weight: float) -> float:
+    """Bayesian (beta-prior) shrinkage of a rate toward prior_mean with prior_weight pseudo-counts."""
+    return round((successes + prior_mean * prior_weight) / (n + prior_weight), 6)
+
+
+def most_common(counts: dict[str, int]) -> str | None:
+    """Highest count; ties broken by name so the answer never depends on insertion order."""
+    if not counts:
+        return None
+    return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]

@@ -1,0 +1,127 @@
+"""Grounding lookups: which facts answer a planner's question, or why none do.
+
+The index is an immutable snapshot built once per consolidation pass; a lookup touches
+only memory, never the database, so it fits inside a planner's control loop. Holders
+swap a whole new index in with one reference assignment, which never tears an answer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from robot_memory.consolidation.rules import (FACT_KINDS, STATUS_ACTIVE, STATUS_CANDIDATE,
+                                              STATUS_CONTESTED)
+from robot_memory.store.episodic import FactRow
+
+OK, ABSTAIN, IDENTITY_UNVERIFIED, INVALID_REQUEST = 0, 1, 2, 3
+REASON_NO_FACT = "no_fact"
+REASON_ONLY_CANDIDATES = "only_candidates"
+REASON_CONTESTED = "contested"
+REASON_BELOW_CONFIDENCE = "below_confidence"
+REASON_IDENTITY_UNVERIFIED = "identity_unverified"
+REASON_INVALID_REQUEST = "invalid_request"
+
+DEFAULT_MAX_RESULTS = 10
+MAX_RESULTS_CAP = 100
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")
+
+
+@dataclass(frozen=True)
+class GroundingRequest:
+    skill_id: str
+    target_class: str = ""
+    environment: str = ""
+    fact_kinds: tuple[str, ...] = ()
+    min_confidence: float = 0.0
+    max_results: int = 0
+
+
+@dataclass(frozen=True)
+class GroundingAnswer:
+    status: int
+    reason_code: str = ""
+    reason: str = ""
+    facts: tuple[FactRow, ...] = field(default_factory=tuple)
+
+
+def invalid(field_name: str, why: str) -> GroundingAnswer:
+    return GroundingAnswer(INVALID_REQUEST, REASON_INVALID_REQUEST, f"{field_name}: {why}")
+
+
+def validate_request(req: GroundingRequest) -> GroundingAnswer | None:
+    """An INVALID_REQUEST answer naming the bad field, or None if the request is usable."""
+    if not req.skill_id:
+        return invalid("skill_id", "required")
+    for name in ("skill_id", "target_class", "environment"):
+        value = getattr(req, name)
+        if value and not _NAME.match(value):
+            return invalid(name, f"{value!r} is not a plain name")
+    unknown = sorted(set(req.fact_kinds) - set(FACT_KINDS))
+    if unknown:
+        return invalid("fact_kinds", f"unknown kind(s) {unknown}; known: {list(FACT_KINDS)}")
+    if not math.isfinite(req.min_confidence) or not 0.0 <= req.min_confidence <= 1.0:
+        return invalid("min_confidence", f"{req.min_confidence} is not in [0, 1]")
+    if req.max_results > MAX_RESULTS_CAP:
+        return invalid("max_results", f"{req.max_results} is above the cap {MAX_RESULTS_CAP}")
+    return None
+
+
+def _rank(fact: FactRow) -> tuple:
+    return (-fact.confidence, fact.kind, fact.key)
+
+
+class GroundingIndex:
+    """Facts of one identity, indexed by skill for lookups in O(facts of that skill)."""
+
+    def __init__(self, identity_hash: str, facts: Iterable[FactRow]):
+        self.identity_hash = identity_hash
+        self._by_skill: dict[str, list[FactRow]] = {}
+        self.size = 0
+        for fact in facts:
+            skill = fact.value.get("skill_id", "")
+            self._by_skill.setdefault(skill, []).append(fact)
+            self.size += 1
+        for facts_of_skill in self._by_skill.values():
+            facts_of_skill.sort(key=_rank)
+
+    def lookup(self, req: GroundingRequest) -> GroundingAnswer:
+        problem = validate_request(req)
+        if problem is not None:
+            return problem
+        matching = [f for f in self._by_skill.get(req.skill_id, ()) if self._matches(f, req)]
+        what = f"{req.skill_id} on {req.target_class or 'any target'} in " \
+               f"{req.environment or 'any environment'}"
+        if not matching:
+            return GroundingAnswer(ABSTAIN, REASON_NO_FACT, f"no fact about {what}")
+        served = [f for f in matching if f.status == STATUS_ACTIVE]
+        if not served:
+            if any(f.status == STATUS_CONTESTED for f in matching):
+                return GroundingAnswer(ABSTAIN, REASON_CONTESTED,
+                                       f"evidence about {what} is contested")
+            if any(f.status == STATUS_CANDIDATE for f in matching):
+                n = max(f.n_observations for f in matching)
+                return GroundingAnswer(ABSTAIN, REASON_ONLY_CANDIDATES,
+                                       f"only candidate facts about {what} "
+                                       f"(at most {n} observations, below promotion)")
+            return GroundingAnswer(ABSTAIN, REASON_NO_FACT, f"no servable fact about {what}")
+        confident = [f for f in served if f.confidence >= req.min_confidence]
+        if not confident:
+            best = max(f.confidence for f in served)
+            return GroundingAnswer(ABSTAIN, REASON_BELOW_CONFIDENCE,
+                                   f"best confidence about {what} is {best:.3f}, "
+                                   f"below the requested {req.min_confidence:.3f}")
+        limit = req.max_results or DEFAULT_MAX_RESULTS
+        return GroundingAnswer(OK, facts=tuple(confident[:limit]))
+
+    @staticmethod
+    def _matches(fact: FactRow, req: GroundingRequest) -> bool:
+        if req.fact_kinds and fact.kind not in req.fact_kinds:
+            return False
+        if req.target_class and fact.value.get("target_class", req.target_class) != req.target_class:
+            return False
+        if req.environment and fact.value.get("environment", req.environment) != req.environment:
+            return False
+        return True

@@ -1,0 +1,78 @@
+"""The parameter table (parameters.yaml), read without ROS.
+
+Nodes declare from it, the launch file and `robot-memory bringup` take defaults and
+node names from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SPEC_PATH = Path(__file__).with_name("parameters.yaml")
+_PY_TYPES = {"string": str, "bool": bool, "int": int, "double": float, "string_array": list}
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    name: str
+    type: str
+    default: Any
+    description: str
+    read_only: bool = True
+    min: float | None = None
+    max: float | None = None
+
+    def check(self, value: Any) -> str | None:
+        """Why `value` is not acceptable, or None."""
+        expected = _PY_TYPES[self.type]
+        if self.type == "double" and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            return f"{self.name} must be {self.type}, got {type(value).__name__}"
+        if self.type == "string_array" and not all(isinstance(v, str) for v in value):
+            return f"{self.name} must be a list of strings"
+        if self.min is not None and value < self.min:
+            return f"{self.name}={value} is below its minimum {self.min}"
+        if self.max is not None and value > self.max:
+            return f"{self.name}={value} is above its maximum {self.max}"
+        return None
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict[str, Any]:
+    return yaml.safe_load(SPEC_PATH.read_text(encoding="utf-8"))
+
+
+def node_names() -> list[str]:
+    return list(_table()["nodes"])
+
+
+def node_parameters(node: str) -> dict[str, ParameterSpec]:
+    table = _table()
+    if node not in table["nodes"]:
+        raise KeyError(f"unknown node {node!r}; known: {table['nodes']}")
+    entries = {**table["common"], **table.get(node, {})}
+    return {name: ParameterSpec(name=name, **spec) for name, spec in entries.items()}
+
+
+def node_defaults(node: str) -> dict[str, Any]:
+    return {name: spec.default for name, spec in node_parameters(node).items()}
+
+
+def node_settings(node: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Defaults of `node` updated with the overrides it declares; unknown names ignored
+    (so one shared override dict can feed every node)."""
+    specs = node_parameters(node)
+    values = node_defaults(node)
+    for name, value in overrides.items():
+        if name in specs:
+            problem = specs[name].check(value)
+            if problem:
+                raise ValueError(f"{node}: {problem}")
+            values[name] = value
+    return values

@@ -1,0 +1,131 @@
+"""Validated execution results: the one shape every producer's input is checked into.
+
+The ROS message, a JSON line from `robot-memory ingest` and a bag record all become an
+`ExecutionRecord` before anything is stored; whatever fails becomes an
+`InvalidRecord` that says which field is wrong and why.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")
+MAX_TEXT = 256
+MAX_NOTES = 2048
+MAX_VALUES = 64
+
+
+class InvalidRecord(Exception):
+    """Raised when an execution result is malformed; `field` names the culprit and
+    `reason` is a short stable code used for counting (e.g. empty_skill_id)."""
+
+    def __init__(self, field: str, reason: str, detail: str):
+        super().__init__(f"{field}: {detail}")
+        self.field = field
+        self.reason = reason
+        self.detail = detail
+
+
+def _check_values(kind: str, values: dict[str, float]) -> dict[str, float]:
+    if len(values) > MAX_VALUES:
+        raise ValueError(f"more than {MAX_VALUES} {kind}")
+    for key, value in values.items():
+        if not _NAME.match(key):
+            raise ValueError(f"{kind} key {key!r} is not a plain name")
+        if not math.isfinite(value):
+            raise ValueError(f"{kind} {key!r} is not finite ({value})")
+    return values
+
+
+class ExecutionRecord(BaseModel):
+    """One skill attempt. `stamp_ns` is the attempt's end in ROS time (sim time in Gazebo)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    stamp_ns: int = Field(ge=0)
+    skill_id: str = Field(min_length=1, max_length=MAX_TEXT)
+    target_class: str = Field(default="", max_length=MAX_TEXT)
+    environment: str = Field(default="", max_length=MAX_TEXT)
+    zone: str = Field(default="", max_length=MAX_TEXT)
+    parameters: dict[str, float] = Field(default_factory=dict)
+    observations: dict[str, float] = Field(default_factory=dict)
+    success: bool
+    failure_reason: str = Field(default="", max_length=MAX_TEXT)
+    duration_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
+    intent_id: str = Field(default="", max_length=MAX_TEXT)
+    notes: str = Field(default="", max_length=MAX_NOTES)
+
+    @field_validator("skill_id")
+    @classmethod
+    def _skill_name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(f"skill_id {value!r} is not a dotted name")
+        return value
+
+    @field_validator("parameters")
+    @classmethod
+    def _parameters(cls, value: dict[str, float]) -> dict[str, float]:
+        return _check_values("parameter", value)
+
+    @field_validator("observations")
+    @classmethod
+    def _observations(cls, value: dict[str, float]) -> dict[str, float]:
+        return _check_values("observation", value)
+
+    def payload(self) -> dict[str, Any]:
+        """What the store keeps (the stamp has its own column)."""
+        return self.model_dump(exclude={"stamp_ns"})
+
+
+def _reason_code(field: str, err_type: str, message: str) -> str:
+    if field == "skill_id" and err_type == "string_too_short":
+        return "empty_skill_id"
+    if "not finite" in message or err_type == "finite_number":
+        return "non_finite_value"
+    if err_type == "missing":
+        return "missing_field"
+    if err_type == "extra_forbidden":
+        return "unknown_field"
+    if err_type.endswith("_type") or err_type.endswith("_parsing"):
+        return "wrong_type"
+    if err_type == "string_too_long" or "more than" in message:
+        return "oversized"
+    return "invalid_value"
+
+
+def _check_finite(data: dict[str, Any]) -> None:
+    """Name the exact entry (parameters.force_n) when a value is NaN or infinite."""
+    for kind in ("parameters", "observations"):
+        values = data.get(kind)
+        if isinstance(values, dict):
+            for key, value in values.items():
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise InvalidRecord(f"{kind}.{key}", "non_finite_value",
+                                        f"{value} is not a finite number")
+
+
+def validate_record(data: dict[str, Any]) -> ExecutionRecord:
+    """Build a record from plain data, or raise InvalidRecord for the first bad field."""
+    _check_finite(data)
+    try:
+        return ExecutionRecord.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(record)"
+        message = err["msg"]
+        raise InvalidRecord(field, _reason_code(str(err["loc"][0]) if err["loc"] else "",
+                                                err["type"], message), message) from exc
+
+
+def pairs_to_dict(kind: str, pairs: list[tuple[str, float]]) -> dict[str, float]:
+    """KeyValue[] -> dict, refusing duplicate keys instead of silently keeping one."""
+    out: dict[str, float] = {}
+    for key, value in pairs:
+        if key in out:
+            raise InvalidRecord(kind, "duplicate_key", f"{kind} key {key!r} appears twice")
+        out[key] = value
+    return out

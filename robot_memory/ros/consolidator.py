@@ -1,0 +1,116 @@
+"""consolidator: timer-driven consolidation passes for the verified identity.
+
+Each pass (on `period_s` of the node clock, so sim time is honoured) turns new
+execution results into facts, then publishes the full snapshot latched on `facts`
+and the facts the pass changed on `facts_delta`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import rclpy
+from rclpy.clock import Clock, ClockType
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
+from robot_memory.msg import SemanticFactArray
+from robot_memory.ros.conversions import fact_to_msg
+from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
+from robot_memory.ros.identity_gate import IdentityGate
+from robot_memory.ros.params import declare_parameters
+from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
+from robot_memory.store import MemoryStore
+
+
+class Consolidator(Node):
+    def __init__(self, **kwargs):
+        super().__init__("consolidator", **kwargs)
+        self.params = declare_parameters(self, "consolidator")
+        self.config = RulesConfig(
+            promotion_min_observations=self.params["promotion_min_observations"],
+            prior_mean=self.params["prior_mean"], prior_weight=self.params["prior_weight"])
+        self.partition = None
+        self.passes = 0
+        self.last_report = None
+        self.last_error = ""
+        self.facts_publisher = self.create_publisher(SemanticFactArray, "facts", FACTS_QOS)
+        self.delta_publisher = self.create_publisher(SemanticFactArray, "facts_delta",
+                                                     FACTS_DELTA_QOS)
+        self.diagnostics = DiagnosticsPublisher(self)
+        self.gate = IdentityGate(self, self._activate)
+        self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _activate(self, identity_hash: str) -> None:
+        self.partition = MemoryStore(self.params["database_url"]).partition(identity_hash)
+        self.publish_snapshot()
+        self.create_timer(self.params["period_s"], self.on_pass_timer)
+        self.get_logger().info(f"consolidating every {self.params['period_s']} s "
+                               f"(node clock), rules {self.config}")
+
+    def on_pass_timer(self) -> None:
+        try:
+            report = consolidation_pass(self.partition, self.config,
+                                        stamp_ns=self.get_clock().now().nanoseconds)
+        except ConcurrentPass as exc:
+            self.get_logger().warning(f"pass skipped: {exc}")
+            return
+        except Exception as exc:  # a failed pass must not kill the node; the next one retries
+            self.last_error = str(exc)
+            self.get_logger().error(f"consolidation pass failed: {exc}")
+            return
+        self.last_error = ""
+        if report.events_read == 0:
+            return
+        self.passes += 1
+        self.last_report = report
+        self.get_logger().info(report.summary())
+        if report.changes:
+            changed = {(c.kind, c.key) for c in report.changes}
+            facts = self.publish_snapshot()
+            self._publish(self.delta_publisher, [f for f in facts if (f.kind, f.key) in changed])
+
+    def publish_snapshot(self):
+        facts = self.partition.facts()
+        self._publish(self.facts_publisher, facts)
+        return facts
+
+    def _publish(self, publisher, facts) -> None:
+        msg = SemanticFactArray(identity_hash=self.partition.identity_hash,
+                                facts=[fact_to_msg(f) for f in facts])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        publisher.publish(msg)
+
+    def _publish_diagnostics(self) -> None:
+        report = self.last_report
+        values = {"passes": self.passes, "identity_hash": self.gate.identity_hash or ""}
+        if report is not None:
+            values.update({"last_pass_duration_ms": round(report.duration_s * 1000, 3),
+                           "last_pass_events_read": report.events_read,
+                           "last_pass_facts_touched": report.facts_touched,
+                           "last_pass_skipped": sum(report.skipped.values())})
+        if self.partition is None:
+            level, message = WARN, f"inactive: {self.gate.reason}"
+        elif self.last_error:
+            level, message = ERROR, f"last pass failed: {self.last_error}"
+        else:
+            level, message = OK, "consolidating"
+        self.diagnostics.publish(level, message, values)
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = Consolidator()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

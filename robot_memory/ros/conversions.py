@@ -1,0 +1,83 @@
+"""Message <-> core model conversions (the only place that knows both)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from builtin_interfaces.msg import Time
+
+from robot_memory.grounding import GroundingRequest
+from robot_memory.msg import ExecutionResult, KeyValue, SemanticFact
+from robot_memory.records import ExecutionRecord, pairs_to_dict, validate_record
+from robot_memory.store.episodic import FactRow
+
+
+def stamp_to_ns(stamp: Time) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def ns_to_stamp(ns: int) -> Time:
+    return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
+
+
+def record_from_msg(msg: ExecutionResult, fallback_stamp_ns: int) -> ExecutionRecord:
+    """Validate a message into a record (InvalidRecord says which field is wrong).
+
+    A zero header stamp means the skill did not stamp it: the logger's receive time is used.
+    """
+    stamp_ns = stamp_to_ns(msg.header.stamp) or fallback_stamp_ns
+    data: dict[str, Any] = {
+        "stamp_ns": stamp_ns, "skill_id": msg.skill_id, "target_class": msg.target_class,
+        "environment": msg.environment, "zone": msg.zone,
+        "parameters": pairs_to_dict("parameters", [(kv.key, kv.value) for kv in msg.parameters]),
+        "observations": pairs_to_dict("observations",
+                                      [(kv.key, kv.value) for kv in msg.observations]),
+        "success": bool(msg.success), "failure_reason": msg.failure_reason,
+        "duration_s": float(msg.duration_s), "intent_id": msg.intent_id, "notes": msg.notes,
+    }
+    return validate_record(data)
+
+
+def record_to_msg(record: ExecutionRecord) -> ExecutionResult:
+    msg = ExecutionResult()
+    msg.header.stamp = ns_to_stamp(record.stamp_ns)
+    msg.skill_id, msg.target_class = record.skill_id, record.target_class
+    msg.environment, msg.zone = record.environment, record.zone
+    msg.parameters = [KeyValue(key=k, value=v) for k, v in record.parameters.items()]
+    msg.observations = [KeyValue(key=k, value=v) for k, v in record.observations.items()]
+    msg.success, msg.failure_reason = record.success, record.failure_reason
+    msg.duration_s, msg.intent_id, msg.notes = record.duration_s, record.intent_id, record.notes
+    return msg
+
+
+def fact_to_msg(fact: FactRow) -> SemanticFact:
+    msg = SemanticFact()
+    msg.fact_id, msg.kind, msg.key, msg.status = fact.id, fact.kind, fact.key, fact.status
+    msg.confidence = float(fact.confidence)
+    msg.n_observations = int(fact.n_observations)
+    rate = fact.value.get("rate")
+    msg.success_rate = float(rate) if rate is not None else math.nan
+    msg.recommended_parameters = [
+        KeyValue(key=name, value=float(band["median"]))
+        for name, band in sorted(fact.value.get("recommended_parameters", {}).items())]
+    msg.value_json = fact.value_json
+    msg.last_supporting_event_id = int(fact.last_supporting_event_id)
+    msg.rule_version = fact.rule_version
+    msg.last_updated = ns_to_stamp(fact.last_updated_ns)
+    return msg
+
+
+def fact_from_msg(msg: SemanticFact) -> FactRow:
+    return FactRow(msg.fact_id, msg.kind, msg.key, json.loads(msg.value_json), msg.value_json,
+                   msg.status, msg.confidence, msg.n_observations, msg.rule_version,
+                   msg.last_supporting_event_id, stamp_to_ns(msg.last_updated))
+
+
+def grounding_request_from_msg(request) -> GroundingRequest:
+    return GroundingRequest(skill_id=request.skill_id, target_class=request.target_class,
+                            environment=request.environment,
+                            fact_kinds=tuple(request.fact_kinds),
+                            min_confidence=float(request.min_confidence),
+                            max_results=int(request.max_results))

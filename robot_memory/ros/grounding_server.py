@@ -1,0 +1,133 @@
+"""grounding_server: the planner-facing `ground` service (GroundingQuery), read-only.
+
+Answers from an in-memory GroundingIndex: loaded from the store when the identity is
+verified, then rebuilt from each latched `facts` snapshot the consolidator publishes
+and swapped in with one assignment. No database query happens on the request path;
+every answer's consultation is audited through a background writer.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+
+import rclpy
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+from robot_memory.audit import AuditWriter
+from robot_memory.grounding import (IDENTITY_UNVERIFIED, OK, REASON_IDENTITY_UNVERIFIED,
+                                    GroundingAnswer, GroundingIndex)
+from robot_memory.msg import SemanticFactArray
+from robot_memory.ros.conversions import fact_from_msg, fact_to_msg, grounding_request_from_msg
+from robot_memory.ros.diagnostics import OK as DIAG_OK
+from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
+from robot_memory.ros.identity_gate import IdentityGate
+from robot_memory.ros.params import declare_parameters
+from robot_memory.ros.qos import FACTS_QOS
+from robot_memory.srv import GroundingQuery
+from robot_memory.store import MemoryStore, NewEvent
+
+FACT_CONSULTATION = "fact_consultation"
+
+
+class GroundingServer(Node):
+    def __init__(self, **kwargs):
+        super().__init__("grounding_server", **kwargs)
+        self.params = declare_parameters(self, "grounding_server")
+        self.index: GroundingIndex | None = None
+        self.audit: AuditWriter | None = None
+        self.answers = 0
+        # Requests never wait for an index rebuild: separate groups, multi-threaded executor.
+        self._service_group = ReentrantCallbackGroup()
+        self._refresh_group = MutuallyExclusiveCallbackGroup()
+        self.diagnostics = DiagnosticsPublisher(self)
+        self.gate = IdentityGate(self, self._activate, self._deactivate,
+                                 callback_group=self._refresh_group)
+        self.create_service(GroundingQuery, "ground", self.on_ground_request,
+                            callback_group=self._service_group)
+        self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _activate(self, identity_hash: str) -> None:
+        partition = MemoryStore(self.params["database_url"]).partition(identity_hash)
+        self.audit = AuditWriter(partition, self.params["audit_queue_size"],
+                                 self.params["audit_flush_period_s"])
+        self.index = GroundingIndex(identity_hash, partition.facts())
+        self.create_subscription(SemanticFactArray, "facts", self.on_facts_snapshot, FACTS_QOS,
+                                 callback_group=self._refresh_group)
+        self.get_logger().info(f"serving 'ground' from {self.index.size} facts")
+
+    def _deactivate(self) -> None:
+        self.index = None
+
+    def on_facts_snapshot(self, msg: SemanticFactArray) -> None:
+        current = self.index
+        if current is None or msg.identity_hash != current.identity_hash:
+            return
+        self.index = GroundingIndex(current.identity_hash, [fact_from_msg(f) for f in msg.facts])
+        self.get_logger().debug(f"index swapped: {self.index.size} facts")
+
+    def on_ground_request(self, request, response):
+        index = self.index  # one read: the whole answer comes from one snapshot
+        response.consultation_id = uuid.uuid4().hex
+        if index is None:
+            answer = GroundingAnswer(IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
+                                     self.gate.reason)
+        else:
+            answer = index.lookup(grounding_request_from_msg(request))
+            response.identity_hash = index.identity_hash
+        response.status, response.reason_code, response.reason = (
+            answer.status, answer.reason_code, answer.reason)
+        response.facts = [fact_to_msg(f) for f in answer.facts]
+        self.answers += 1
+        if self.audit is not None:
+            self.audit.submit(NewEvent(FACT_CONSULTATION, {
+                "consultation_id": response.consultation_id, "requester": request.requester,
+                "intent_id": request.intent_id, "status": answer.status,
+                "reason_code": answer.reason_code,
+                "query": {"skill_id": request.skill_id, "target_class": request.target_class,
+                          "environment": request.environment,
+                          "fact_kinds": list(request.fact_kinds)},
+                "facts": [{"fact_id": f.id, "kind": f.kind, "key": f.key,
+                           "rule_version": f.rule_version} for f in answer.facts],
+            }, self.get_clock().now().nanoseconds))
+        return response
+
+    def _publish_diagnostics(self) -> None:
+        values = {"answers": self.answers, "identity_hash": self.gate.identity_hash or "",
+                  "index_facts": self.index.size if self.index else 0}
+        if self.audit is not None:
+            values.update({"audit_written": self.audit.written, "audit_queue": self.audit.depth,
+                           "audit_overflowed": self.audit.overflowed})
+        level = DIAG_OK if self.index is not None and not (self.audit and self.audit.overflowed) \
+            else WARN
+        message = "serving" if self.index is not None else f"inactive: {self.gate.reason}"
+        if self.audit and self.audit.overflowed:
+            message += f"; {self.audit.overflowed} consultation audit records overflowed"
+        self.diagnostics.publish(level, message, values)
+
+    def close(self) -> None:
+        if self.audit is not None:
+            self.audit.close()
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = GroundingServer()
+    executor = MultiThreadedExecutor(num_threads=2)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.close()  # flush the consultation audit
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,33 @@
+"""Engine creation: SQLite (WAL, immediate write transactions) or PostgreSQL."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.pool import NullPool
+
+
+def create_store_engine(url: str, synchronous: str = "NORMAL") -> Engine:
+    """An engine whose `.execution_options(write=True)` connections take the write lock
+    at BEGIN, so two processes appending to one chain serialise instead of deadlocking."""
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True)
+
+    # NullPool: a fresh connection per use keeps forked/threaded callers independent.
+    engine = create_engine(url, poolclass=NullPool, connect_args={"timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record):
+        # Let SQLAlchemy's begin event issue BEGIN itself (pysqlite's own is deferred).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection):
+        write = connection.get_execution_options().get("write", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine

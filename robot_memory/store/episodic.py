@@ -1,0 +1,231 @@
+"""The memory store: an identity-partitioned, append-only, hash-chained episodic log
+plus the semantic facts derived from it.
+
+Code outside this package reaches the data only through a `Partition`, which is bound
+to one identity hash: there is no call that reads or writes another identity's rows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from sqlalchemy import Connection, func, insert, select, update
+
+from robot_memory.canonical import canonical_json, sha256_hex
+from robot_memory.store.engine import create_store_engine
+from robot_memory.store.schema import (GENESIS_HASH, SCHEMA_VERSION, chain_heads, events,
+                                       metadata, semantic_facts, store_info)
+
+
+class StoreError(Exception):
+    """Raised when the store cannot be opened or has an unknown schema version."""
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    id: int
+    seq: int
+    kind: str
+    stamp_ns: int
+    payload: dict[str, Any]
+    prev_hash: str
+    event_hash: str
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    kind: str
+    payload: dict[str, Any]
+    stamp_ns: int
+
+
+@dataclass(frozen=True)
+class FactRow:
+    id: int
+    kind: str
+    key: str
+    value: dict[str, Any]
+    value_json: str
+    status: str
+    confidence: float
+    n_observations: int
+    rule_version: str
+    last_supporting_event_id: int
+    last_updated_ns: int
+
+
+def event_digest(prev_hash: str, identity_hash: str, seq: int, kind: str, stamp_ns: int,
+                 payload_json: str) -> str:
+    """event_hash = H(prev_hash, canonical event): any edit, reorder or cut breaks the chain."""
+    body = canonical_json({"identity_hash": identity_hash, "seq": seq, "kind": kind,
+                           "stamp_ns": stamp_ns, "payload": json.loads(payload_json)})
+    return sha256_hex(prev_hash + body)
+
+
+def _event_from_row(row) -> StoredEvent:
+    return StoredEvent(row.id, row.seq, row.kind, row.stamp_ns, json.loads(row.payload_json),
+                       row.prev_hash, row.event_hash)
+
+
+def fact_from_row(row) -> FactRow:
+    return FactRow(row.id, row.fact_kind, row.fact_key, json.loads(row.fact_value_json),
+                   row.fact_value_json, row.status, row.confidence, row.n_observations,
+                   row.rule_version, row.last_supporting_event_id, row.last_updated_ns)
+
+
+class MemoryStore:
+    """Opens (and on first use creates) the store at a SQLAlchemy URL."""
+
+    def __init__(self, url: str, *, synchronous: str = "NORMAL"):
+        self.url = url
+        self.engine = create_store_engine(url, synchronous)
+        self._writer = self.engine.execution_options(write=True)
+        with self.write() as conn:
+            metadata.create_all(conn)
+            version = conn.execute(select(store_info.c.value).where(
+                store_info.c.key == "schema_version")).scalar()
+            if version is None:
+                conn.execute(insert(store_info).values(key="schema_version",
+                                                       value=str(SCHEMA_VERSION)))
+            elif int(version) != SCHEMA_VERSION:
+                raise StoreError(f"store {url} has schema version {version}, "
+                                 f"this robot_memory reads version {SCHEMA_VERSION}")
+
+    def read(self):
+        """A read transaction (a consistent snapshot)."""
+        return self.engine.begin()
+
+    def write(self):
+        """A write transaction that holds the store's write lock from its start."""
+        return self._writer.begin()
+
+    def partition(self, identity_hash: str) -> "Partition":
+        return Partition(self, identity_hash)
+
+    def identities(self) -> list[str]:
+        with self.read() as conn:
+            return list(conn.execute(select(chain_heads.c.identity_hash)
+                                     .order_by(chain_heads.c.identity_hash)).scalars())
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+class Partition:
+    """One identity's slice of the store; the only handle nodes and commands get."""
+
+    def __init__(self, store: MemoryStore, identity_hash: str):
+        self.store = store
+        self.identity_hash = identity_hash
+
+    # -- episodic log -----------------------------------------------------------------
+    def append(self, kind: str, payload: dict[str, Any], stamp_ns: int) -> StoredEvent:
+        return self.append_many([NewEvent(kind, payload, stamp_ns)])[0]
+
+    def append_many(self, new_events: Iterable[NewEvent]) -> list[StoredEvent]:
+        """Append in one transaction; all or none are durable when this returns."""
+        with self.store.write() as conn:
+            return self.append_in(conn, new_events)
+
+    def append_in(self, conn: Connection, new_events: Iterable[NewEvent]) -> list[StoredEvent]:
+        """Append inside a caller's write transaction (so facts and the run event commit together)."""
+        seq, prev = self._lock_head(conn)
+        rows = []
+        for item in new_events:
+            seq += 1
+            payload_json = canonical_json(item.payload)
+            digest = event_digest(prev, self.identity_hash, seq, item.kind, item.stamp_ns,
+                                  payload_json)
+            rows.append({"identity_hash": self.identity_hash, "seq": seq, "kind": item.kind,
+                         "stamp_ns": int(item.stamp_ns), "payload_json": payload_json,
+                         "prev_hash": prev, "event_hash": digest})
+            prev = digest
+        if not rows:
+            return []
+        conn.execute(insert(events), rows)
+        conn.execute(update(chain_heads).where(chain_heads.c.identity_hash == self.identity_hash)
+                     .values(seq=seq, event_hash=prev))
+        ids = dict(conn.execute(select(events.c.seq, events.c.id).where(
+            events.c.identity_hash == self.identity_hash,
+            events.c.seq >= rows[0]["seq"])).all())
+        return [StoredEvent(ids[r["seq"]], r["seq"], r["kind"], r["stamp_ns"],
+                            json.loads(r["payload_json"]), r["prev_hash"], r["event_hash"])
+                for r in rows]
+
+    def _lock_head(self, conn: Connection) -> tuple[int, str]:
+        query = (select(chain_heads.c.seq, chain_heads.c.event_hash)
+                 .where(chain_heads.c.identity_hash == self.identity_hash).with_for_update())
+        head = conn.execute(query).first()
+        if head is None:
+            conn.execute(insert(chain_heads).values(identity_hash=self.identity_hash, seq=0,
+                                                    event_hash=GENESIS_HASH))
+            head = conn.execute(query).first()
+        return head.seq, head.event_hash
+
+    def head(self) -> tuple[int, str]:
+        with self.store.read() as conn:
+            row = conn.execute(select(chain_heads.c.seq, chain_heads.c.event_hash).where(
+                chain_heads.c.identity_hash == self.identity_hash)).first()
+        return (row.seq, row.event_hash) if row else (0, GENESIS_HASH)
+
+    def events(self, kinds: Iterable[str] | None = None, after_seq: int = 0,
+               until_seq: int | None = None, batch_size: int = 5000,
+               conn: Connection | None = None) -> Iterator[StoredEvent]:
+        """Events in chain order, read in batches so 10^6 rows never sit in memory."""
+        kinds = list(kinds) if kinds is not None else None
+        cursor = after_seq
+        while True:
+            query = select(events).where(events.c.identity_hash == self.identity_hash,
+                                         events.c.seq > cursor)
+            if kinds is not None:
+                query = query.where(events.c.kind.in_(kinds))
+            if until_seq is not None:
+                query = query.where(events.c.seq <= until_seq)
+            query = query.order_by(events.c.seq).limit(batch_size)
+            if conn is None:
+                with self.store.read() as own:
+                    batch = own.execute(query).all()
+            else:
+                batch = conn.execute(query).all()
+            for row in batch:
+                yield _event_from_row(row)
+            if len(batch) < batch_size:
+                return
+            cursor = batch[-1].seq
+
+    def event_by_id(self, event_id: int) -> StoredEvent | None:
+        with self.store.read() as conn:
+            row = conn.execute(select(events).where(events.c.identity_hash == self.identity_hash,
+                                                    events.c.id == event_id)).first()
+        return _event_from_row(row) if row else None
+
+    def count_events(self, kind: str | None = None) -> int:
+        query = select(func.count()).select_from(events).where(
+            events.c.identity_hash == self.identity_hash)
+        if kind is not None:
+            query = query.where(events.c.kind == kind)
+        with self.store.read() as conn:
+            return conn.execute(query).scalar_one()
+
+    def latest_event(self, kind: str, conn: Connection | None = None) -> StoredEvent | None:
+        query = (select(events).where(events.c.identity_hash == self.identity_hash,
+                                      events.c.kind == kind)
+                 .order_by(events.c.seq.desc()).limit(1))
+        if conn is None:
+            with self.store.read() as own:
+                row = own.execute(query).first()
+        else:
+            row = conn.execute(query).first()
+        return _event_from_row(row) if row else None
+
+    # -- semantic facts ---------------------------------------------------------------
+    def facts(self, conn: Connection | None = None) -> list[FactRow]:
+        query = (select(semantic_facts)
+                 .where(semantic_facts.c.identity_hash == self.identity_hash)
+                 .order_by(semantic_facts.c.fact_kind, semantic_facts.c.fact_key))
+        if conn is None:
+            with self.store.read() as own:
+                return [fact_from_row(r) for r in own.execute(query)]
+        return [fact_from_row(r) for r in conn.execute(query)]

@@ -1,0 +1,71 @@
+"""Tables of the memory store. Every row carries identity_hash (invariant 3)."""
+
+from __future__ import annotations
+
+from sqlalchemy import (BigInteger, Column, Float, Index, Integer, MetaData, String, Table, Text,
+                        UniqueConstraint)
+
+SCHEMA_VERSION = 1
+GENESIS_HASH = "0" * 64
+
+metadata = MetaData()
+
+# Key/value facts about the store itself (schema version).
+store_info = Table(
+    "store_info", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+# The append-only episodic log, one hash chain per identity.
+events = Table(
+    "events", metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=True),
+    Column("identity_hash", String(64), nullable=False),
+    # Position in this identity's chain: 1, 2, 3 ... with no gaps.
+    Column("seq", BigInteger, nullable=False),
+    Column("kind", String(64), nullable=False),
+    # Event time (ROS time of the source, sim time in Gazebo), nanoseconds.
+    Column("stamp_ns", BigInteger, nullable=False),
+    Column("payload_json", Text, nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("event_hash", String(64), nullable=False),
+    UniqueConstraint("identity_hash", "seq", name="uq_events_identity_seq"),
+)
+Index("ix_events_identity_kind_seq", events.c.identity_hash, events.c.kind, events.c.seq)
+
+# Newest link of each chain; its row lock serialises appends to one identity.
+chain_heads = Table(
+    "chain_heads", metadata,
+    Column("identity_hash", String(64), primary_key=True),
+    Column("seq", BigInteger, nullable=False),
+    Column("event_hash", String(64), nullable=False),
+)
+
+# Consolidated knowledge (seed 000 §3.2.1 plus the columns planners filter on).
+semantic_facts = Table(
+    "semantic_facts", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("identity_hash", String(64), nullable=False),
+    Column("fact_kind", String(64), nullable=False),
+    Column("fact_key", Text, nullable=False),
+    Column("fact_value_json", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("confidence", Float, nullable=False),
+    Column("n_observations", BigInteger, nullable=False),
+    Column("rule_version", String(32), nullable=False),
+    Column("last_supporting_event_id", BigInteger, nullable=False),
+    # Event time of the newest supporting event, ns (not wall clock: keeps replay exact).
+    Column("last_updated_ns", BigInteger, nullable=False),
+    UniqueConstraint("identity_hash", "fact_kind", "fact_key", name="uq_facts_key"),
+)
+
+# Mergeable per-key aggregation state, so a pass only reads new events.
+consolidation_state = Table(
+    "consolidation_state", metadata,
+    Column("identity_hash", String(64), primary_key=True),
+    Column("fact_kind", String(64), primary_key=True),
+    Column("fact_key", Text, primary_key=True),
+    Column("state_json", Text, nullable=False),
+)

@@ -1,0 +1,25 @@
+"""Shared fixtures. Each test session gets its own ROS domain on loopback, so nodes
+left over from another run can never answer this run's tests."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 100)
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+
+EXAMPLE_MANIFEST = Path(__file__).resolve().parent.parent / "robot_memory" / "config" / \
+    "example_manifest.yaml"
+
+
+@pytest.fixture
+def manifest_file(tmp_path):
+    path = tmp_path / "manifest.yaml"
+    path.write_text(EXAMPLE_MANIFEST.read_text())
+    return path
+
+
+@pytest.fixture
+def db_url(tmp_path):
+    return f"sqlite:///{tmp_path / 'memory.db'}"

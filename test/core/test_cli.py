@@ -1,0 +1,73 @@
+"""The CLI as a user runs it: a real process, a real SQLite file."""
+
+import json
+import subprocess
+import sys
+
+from robot_memory.manifest import load_manifest
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "robot_memory.cli", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+
+
+def good(i, success=True):
+    return {"stamp": 100 + i * 0.5, "skill_id": "manipulation.grasp", "target_class": "glass_cup",
+            "environment": "sim_relaxed", "parameters": {"force_n": 25},
+            "observations": {"mass_kg": 0.2}, "success": success,
+            "failure_reason": "" if success else "slipped"}
+
+
+def test_ingest_consolidate_facts_round_trip(tmp_path, manifest_file, db_url):
+    lines = tmp_path / "results.jsonl"
+    write_jsonl(lines, [good(i, i % 4 != 0) for i in range(8)]
+                + ["{not json", {**good(9), "skill_id": ""},
+                   {**good(10), "parameters": {"force_n": "high"}}, {"skill_id": "x"}])
+    ingest = run("ingest", "--db", db_url, "--manifest", str(manifest_file), "--jsonl",
+                 str(lines))
+    assert ingest.returncode == 1
+    assert "ingested 8 execution results, rejected 4 lines" in ingest.stdout
+    for line_number in (9, 10, 11, 12):
+        assert f"results.jsonl:{line_number}: rejected" in ingest.stderr
+    assert "skill_id" in ingest.stderr and "parameters.force_n" in ingest.stderr
+
+    dry = run("consolidate", "--dry-run", "--db", db_url, "--manifest", str(manifest_file))
+    assert dry.returncode == 0, dry.stderr
+    assert "dry run, nothing written" in dry.stdout and "1 new" in dry.stdout
+    assert json.loads(run("facts", "--json", "--db", db_url, "--manifest",
+                          str(manifest_file)).stdout) == []
+
+    applied = run("consolidate", "--apply", "--db", db_url, "--manifest", str(manifest_file))
+    assert "[applied]" in applied.stdout
+    facts = json.loads(run("facts", "--json", "--db", db_url, "--manifest",
+                           str(manifest_file)).stdout)
+    assert [(f["kind"], f["value"]["n"], f["value"]["successes"]) for f in facts] == \
+        [("skill_success_rate", 8, 6)]
+
+    identity = load_manifest(manifest_file).identity_hash()
+    assert run("hash", "--manifest", str(manifest_file)).stdout.strip() == identity
+    verify = run("verify", "--db", db_url)
+    assert verify.returncode == 0 and "chain intact" in verify.stdout
+
+
+def test_errors_are_one_line_and_non_zero(tmp_path, db_url):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("agent_id: x\n")
+    result = run("facts", "--db", db_url, "--manifest", str(bad))
+    assert result.returncode == 2
+    assert result.stderr.startswith("robot-memory facts: error: manifest")
+    assert "Traceback" not in result.stderr
+
+
+def test_core_imports_without_rclpy():
+    code = ("import sys; sys.modules['rclpy'] = None\n"
+            "import robot_memory.cli, robot_memory.store, robot_memory.consolidation, "
+            "robot_memory.grounding, robot_memory.manifest, robot_memory.bringup, "
+            "robot_memory.audit\nprint('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr

@@ -1,0 +1,143 @@
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from robot_memory.consolidation import (CONSOLIDATION_RUN, RulesConfig, consolidation_pass,
+                                        facts_snapshot)
+from robot_memory.consolidation.diff import format_diff
+from robot_memory.manifest import load_manifest
+from robot_memory.records import validate_record
+from robot_memory.store import MemoryStore, NewEvent
+
+IDENT = "c" * 64
+
+
+def result(i, success=True, force=25.0, reason="", skill="manipulation.grasp",
+           target="glass_cup", env="sim_relaxed"):
+    record = validate_record({"stamp_ns": 1_000_000_000 * (i + 1), "skill_id": skill,
+                              "target_class": target, "environment": env,
+                              "parameters": {"force_n": force}, "success": success,
+                              "failure_reason": reason})
+    return NewEvent("execution_result", record.payload(), record.stamp_ns)
+
+
+def seed_v1_events():
+    return [result(i, success=i % 5 != 0, reason="" if i % 5 else "slipped")
+            for i in range(1000)]
+
+
+def test_seed_v1_one_fact_with_exact_counts(db_url):
+    part = MemoryStore(db_url).partition(IDENT)
+    part.append_many(seed_v1_events())
+    report = consolidation_pass(part)
+    facts = part.facts()
+    assert len(facts) == 1 and report.facts_touched == 1
+    value = facts[0].value
+    assert (facts[0].kind, value["n"], value["successes"], value["rate"]) == \
+        ("skill_success_rate", 1000, 800, 0.8)
+    assert facts[0].n_observations == 1000
+    assert value["recommended_parameters"]["force_n"]["median"] == 25.0
+    assert value["most_common_failure"] == "slipped"
+    assert facts[0].status == "active"
+    runs = list(part.events([CONSOLIDATION_RUN]))
+    assert len(runs) == 1 and runs[0].payload["events_read"] == 1000
+
+
+def test_second_pass_writes_nothing(db_url):
+    part = MemoryStore(db_url).partition(IDENT)
+    part.append_many(seed_v1_events())
+    consolidation_pass(part)
+    snapshot, head = facts_snapshot(part), part.head()
+    again = consolidation_pass(part)
+    assert again.facts_touched == 0 and again.events_read == 0
+    assert facts_snapshot(part) == snapshot and part.head() == head
+
+
+def test_shuffled_insert_gives_byte_equal_snapshot(tmp_path):
+    snapshots = []
+    for n, seed in enumerate([None, 1, 2]):
+        events = seed_v1_events()
+        if seed is not None:
+            random.Random(seed).shuffle(events)
+        part = MemoryStore(f"sqlite:///{tmp_path / f'{n}.db'}").partition(IDENT)
+        part.append_many(events)
+        consolidation_pass(part)
+        snapshots.append(facts_snapshot(part))
+    assert snapshots[0] == snapshots[1] == snapshots[2]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from([5.0, 15.0, 25.0, 24.5]),
+                          st.sampled_from(["glass_cup", "mug"])), min_size=1, max_size=60),
+       st.lists(st.integers(min_value=1, max_value=59), max_size=4), st.randoms())
+def test_pass_boundaries_and_order_never_change_the_snapshot(tmp_path_factory, outcomes, cuts,
+                                                             rnd):
+    events = [result(i, success=ok, force=force, target=target, reason="" if ok else "slipped")
+              for i, (ok, force, target) in enumerate(outcomes)]
+    one = MemoryStore(f"sqlite:///{tmp_path_factory.mktemp('one') / 'm.db'}").partition(IDENT)
+    one.append_many(events)
+    consolidation_pass(one)
+    shuffled = list(events)
+    rnd.shuffle(shuffled)
+    many = MemoryStore(f"sqlite:///{tmp_path_factory.mktemp('many') / 'm.db'}").partition(IDENT)
+    bounds = sorted({c for c in cuts if c < len(shuffled)}) + [len(shuffled)]
+    start = 0
+    for end in bounds:
+        many.append_many(shuffled[start:end])
+        consolidation_pass(many)
+        start = end
+    assert facts_snapshot(one) == facts_snapshot(many)
+
+
+def test_promotion_threshold_keeps_thin_facts_candidates(db_url):
+    part = MemoryStore(db_url).partition(IDENT)
+    part.append_many([result(0), result(1)])
+    consolidation_pass(part, RulesConfig(promotion_min_observations=3))
+    assert part.facts()[0].status == "candidate"
+    part.append(*_args(result(2)))
+    report = consolidation_pass(part, RulesConfig(promotion_min_observations=3))
+    assert part.facts()[0].status == "active"
+    assert "status candidate -> active" in format_diff(report)
+
+
+def _args(event):
+    return event.kind, event.payload, event.stamp_ns
+
+
+def test_dry_run_reports_without_writing(db_url):
+    part = MemoryStore(db_url).partition(IDENT)
+    part.append_many([result(i) for i in range(4)])
+    report = consolidation_pass(part, apply=False)
+    assert report.facts_touched == 1 and not report.applied
+    assert part.facts() == [] and part.count_events(CONSOLIDATION_RUN) == 0
+    assert "+ skill_success_rate [manipulation.grasp + glass_cup + sim_relaxed]" in \
+        format_diff(report)
+
+
+def test_legacy_payloads_are_skipped_and_counted(db_url):
+    part = MemoryStore(db_url).partition(IDENT)
+    part.append("execution_result", {"skill_id": "", "success": True}, 1)
+    part.append(*_args(result(1)))
+    report = consolidation_pass(part)
+    assert report.skipped == {"invalid_payload:empty_skill_id": 1}
+    assert part.facts()[0].n_observations == 1
+
+
+def test_identity_hash_unchanged_by_passes(db_url, manifest_file):
+    before = load_manifest(manifest_file).identity_hash()
+    part = MemoryStore(db_url).partition(before)
+    for chunk in range(3):
+        part.append_many([result(chunk * 10 + i) for i in range(10)])
+        consolidation_pass(part)
+        assert load_manifest(manifest_file).identity_hash() == before
+    assert manifest_file.read_bytes() == manifest_file.read_bytes()
+
+
+def test_identities_never_see_each_other(db_url):
+    store = MemoryStore(db_url)
+    a, b = store.partition("a" * 64), store.partition("b" * 64)
+    a.append_many([result(i) for i in range(5)])
+    consolidation_pass(a)
+    consolidation_pass(b)
+    assert len(a.facts()) == 1 and b.facts() == []

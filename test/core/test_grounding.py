@@ -1,0 +1,57 @@
+import pytest
+
+from robot_memory.consolidation import RulesConfig, consolidation_pass
+from robot_memory.grounding import (ABSTAIN, INVALID_REQUEST, OK, GroundingIndex,
+                                    GroundingRequest)
+from robot_memory.store import MemoryStore
+
+from core.test_consolidation import result
+
+IDENT = "d" * 64
+
+
+@pytest.fixture
+def index(db_url):
+    part = MemoryStore(db_url).partition(IDENT)
+    part.append_many([result(i, success=i >= 4, force=25.0 if i >= 4 else 5.0,
+                             reason="" if i >= 4 else "slipped") for i in range(16)])
+    part.append_many([result(100 + i, target="mug") for i in range(2)])
+    consolidation_pass(part, RulesConfig(promotion_min_observations=3))
+    return GroundingIndex(IDENT, part.facts())
+
+
+def test_known_key_answers_with_the_recommended_force(index):
+    answer = index.lookup(GroundingRequest("manipulation.grasp", "glass_cup", "sim_relaxed"))
+    assert answer.status == OK
+    assert answer.facts[0].value["recommended_parameters"]["force_n"]["median"] == 25.0
+
+
+def test_empty_environment_means_any(index):
+    answer = index.lookup(GroundingRequest("manipulation.grasp", "glass_cup"))
+    assert answer.status == OK and len(answer.facts) == 1
+
+
+@pytest.mark.parametrize("request_, code", [
+    (GroundingRequest("manipulation.push", "glass_cup"), "no_fact"),
+    (GroundingRequest("manipulation.grasp", "glass_cup", "ward_3"), "no_fact"),
+    (GroundingRequest("manipulation.grasp", "mug"), "only_candidates"),
+    (GroundingRequest("manipulation.grasp", "glass_cup", min_confidence=0.99),
+     "below_confidence"),
+])
+def test_abstains_with_a_reason_a_planner_can_branch_on(index, request_, code):
+    answer = index.lookup(request_)
+    assert (answer.status, answer.reason_code) == (ABSTAIN, code)
+    assert answer.facts == ()
+
+
+@pytest.mark.parametrize("request_, field", [
+    (GroundingRequest(""), "skill_id"),
+    (GroundingRequest("grasp", fact_kinds=("nonsense",)), "fact_kinds"),
+    (GroundingRequest("grasp", min_confidence=1.5), "min_confidence"),
+    (GroundingRequest("grasp", min_confidence=float("nan")), "min_confidence"),
+    (GroundingRequest("grasp", target_class="a b"), "target_class"),
+    (GroundingRequest("grasp", max_results=10_000), "max_results"),
+])
+def test_invalid_requests_name_the_field(index, request_, field):
+    answer = index.lookup(request_)
+    assert answer.status == INVALID_REQUEST and answer.reason.startswith(field)

@@ -1,0 +1,41 @@
+import pytest
+import yaml
+
+from robot_memory.bringup import params_document
+from robot_memory.parameters import node_defaults, node_names, node_parameters, node_settings
+
+
+def test_every_node_declares_the_database_url_with_a_description():
+    assert node_names() == ["manifest_verifier", "episodic_logger", "consolidator",
+                            "grounding_server"]
+    for node in node_names():
+        specs = node_parameters(node)
+        assert "database_url" in specs
+        assert all(spec.description for spec in specs.values())
+        for spec in specs.values():
+            assert spec.check(spec.default) is None, spec.name
+
+
+def test_overrides_go_only_to_nodes_that_declare_them():
+    settings = node_settings("consolidator", {"period_s": 2.0, "manifest_path": "/m.yaml"})
+    assert settings["period_s"] == 2.0 and "manifest_path" not in settings
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("period_s", -1.0, "below its minimum"),
+    ("period_s", "fast", "must be double"),
+    ("promotion_min_observations", 2.5, "must be int"),
+])
+def test_bad_values_are_refused_with_the_reason(name, value, message):
+    with pytest.raises(ValueError, match=message):
+        node_settings("consolidator", {name: value})
+
+
+def test_params_file_has_a_section_per_node_and_no_empty_lists():
+    document = params_document({"database_url": "sqlite:///x.db"}, use_sim_time=True)
+    assert set(document) == {f"/**/{n}" for n in node_names()}
+    logger = document["/**/episodic_logger"]["ros__parameters"]
+    assert logger["use_sim_time"] is True and "result_topics" not in logger
+    assert logger["database_url"] == "sqlite:///x.db"
+    assert yaml.safe_load(yaml.safe_dump(document)) == document
+    assert node_defaults("episodic_logger")["result_topics"] == []

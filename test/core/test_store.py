@@ -1,0 +1,60 @@
+import sqlite3
+
+from robot_memory.store import MemoryStore, NewEvent, verify_chain
+
+A, B = "a" * 64, "b" * 64
+
+
+def test_append_builds_a_per_identity_chain(db_url):
+    store = MemoryStore(db_url)
+    a, b = store.partition(A), store.partition(B)
+    first = a.append("execution_result", {"x": 1}, 10)
+    b.append("execution_result", {"x": 2}, 11)
+    second = a.append("execution_result", {"x": 3}, 12)
+    assert (first.seq, second.seq) == (1, 2)
+    assert second.prev_hash == first.event_hash
+    assert [e.payload for e in a.events()] == [{"x": 1}, {"x": 3}]
+    assert [e.payload for e in b.events()] == [{"x": 2}]
+    assert verify_chain(a).ok and verify_chain(b).ok
+    assert store.identities() == [A, B]
+
+
+def test_events_are_read_in_batches_in_order(db_url):
+    part = MemoryStore(db_url).partition(A)
+    part.append_many([NewEvent("k", {"i": i}, i) for i in range(25)])
+    assert [e.payload["i"] for e in part.events(batch_size=7)] == list(range(25))
+    assert [e.seq for e in part.events(after_seq=20)] == [21, 22, 23, 24, 25]
+
+
+def _raw(db_url):
+    return sqlite3.connect(db_url.removeprefix("sqlite:///"))
+
+
+def test_verify_names_the_first_edited_event(db_url):
+    part = MemoryStore(db_url).partition(A)
+    part.append_many([NewEvent("k", {"i": i}, i) for i in range(5)])
+    with _raw(db_url) as conn:
+        conn.execute("UPDATE events SET payload_json='{\"i\":99}' WHERE seq=3")
+    report = verify_chain(part)
+    assert not report.ok and report.bad_seq == 3
+    assert "edited" in report.reason
+
+
+def test_verify_detects_deleted_and_truncated_events(db_url):
+    part = MemoryStore(db_url).partition(A)
+    part.append_many([NewEvent("k", {"i": i}, i) for i in range(5)])
+    with _raw(db_url) as conn:
+        conn.execute("DELETE FROM events WHERE seq=5")
+    report = verify_chain(part)
+    assert not report.ok and "truncated" in report.reason
+    with _raw(db_url) as conn:
+        conn.execute("DELETE FROM events WHERE seq=2")
+    report = verify_chain(part)
+    assert not report.ok and report.bad_seq == 3
+
+
+def test_store_reopens_and_continues_the_chain(db_url):
+    MemoryStore(db_url).partition(A).append("k", {}, 1)
+    part = MemoryStore(db_url).partition(A)
+    assert part.append("k", {}, 2).seq == 2
+    assert verify_chain(part).ok

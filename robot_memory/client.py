@@ -55,10 +55,10 @@ class GroundingClient:
         return self._client.wait_for_service(timeout_sec=timeout_s)
 
     def query_async(self, skill_id: str, target_class: str = "", environment: str = "", *,
-                    fact_kinds=(), min_confidence: float = 0.0, max_results: int = 0,
+                    zone: str = "", fact_kinds=(), min_confidence: float = 0.0, max_results: int = 0,
                     intent_id: str = ""):
         request = GroundingQuery.Request(
-            skill_id=skill_id, target_class=target_class, environment=environment,
+            skill_id=skill_id, target_class=target_class, environment=environment, zone=zone,
             fact_kinds=list(fact_kinds), min_confidence=float(min_confidence),
             max_results=int(max_results), requester=self._node.get_fully_qualified_name(),
             intent_id=intent_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -34,6 +35,7 @@ class GroundingRequest:
     skill_id: str
     target_class: str = ""
     environment: str = ""
+    zone: str = ""
     fact_kinds: tuple[str, ...] = ()
     min_confidence: float = 0.0
     max_results: int = 0
@@ -55,7 +57,7 @@ def validate_request(req: GroundingRequest) -> GroundingAnswer | None:
     """An INVALID_REQUEST answer naming the bad field, or None if the request is usable."""
     if not req.skill_id:
         return invalid("skill_id", "required")
-    for name in ("skill_id", "target_class", "environment"):
+    for name in ("skill_id", "target_class", "environment", "zone"):
         value = getattr(req, name)
         if value and not _NAME.match(value):
             return invalid(name, f"{value!r} is not a plain name")
@@ -73,25 +75,46 @@ def _rank(fact: FactRow) -> tuple:
     return (-fact.confidence, fact.kind, fact.key)
 
 
+def _context_keys(fact: FactRow) -> list[tuple[str, str]]:
+    """Where a fact without a skill applies: its target, zone or environment."""
+    value = fact.value
+    if fact.kind == "object_property":
+        return [("target_class", value["target_class"])]
+    if fact.kind == "zone_risk":
+        return [(value["scope"], value[value["scope"]])]
+    return []
+
+
 class GroundingIndex:
-    """Facts of one identity, indexed by skill for lookups in O(facts of that skill)."""
+    """Facts of one identity, indexed by skill (and, for facts about objects and places,
+    by target, zone and environment), so a lookup touches only the facts it could return."""
 
     def __init__(self, identity_hash: str, facts: Iterable[FactRow]):
         self.identity_hash = identity_hash
         self._by_skill: dict[str, list[FactRow]] = {}
+        self._by_context: dict[tuple[str, str], list[FactRow]] = {}
         self.size = 0
         for fact in facts:
-            skill = fact.value.get("skill_id", "")
-            self._by_skill.setdefault(skill, []).append(fact)
+            skill = fact.value.get("skill_id")
+            if skill:
+                self._by_skill.setdefault(skill, []).append(fact)
+            for context in _context_keys(fact):
+                self._by_context.setdefault(context, []).append(fact)
             self.size += 1
-        for facts_of_skill in self._by_skill.values():
-            facts_of_skill.sort(key=_rank)
+
+    def _candidates(self, req: GroundingRequest) -> list[FactRow]:
+        found = list(self._by_skill.get(req.skill_id, ()))
+        for context in (("target_class", req.target_class), ("zone", req.zone),
+                        ("environment", req.environment)):
+            if context[1]:
+                found += self._by_context.get(context, ())
+        return sorted(found, key=_rank)
 
     def lookup(self, req: GroundingRequest) -> GroundingAnswer:
         problem = validate_request(req)
         if problem is not None:
             return problem
-        matching = [f for f in self._by_skill.get(req.skill_id, ()) if self._matches(f, req)]
+        matching = [f for f in self._candidates(req) if self._matches(f, req)]
         what = f"{req.skill_id} on {req.target_class or 'any target'} in " \
                f"{req.environment or 'any environment'}"
         if not matching:
@@ -114,7 +137,10 @@ class GroundingIndex:
                                    f"best confidence about {what} is {best:.3f}, "
                                    f"below the requested {req.min_confidence:.3f}")
         limit = req.max_results or DEFAULT_MAX_RESULTS
-        return GroundingAnswer(OK, facts=tuple(confident[:limit]))
+        held_back = Counter(f.status for f in matching if f.status != STATUS_ACTIVE)
+        note = ", ".join(f"{n} {status}" for status, n in sorted(held_back.items()))
+        return GroundingAnswer(OK, reason=f"not served: {note}" if note else "",
+                               facts=tuple(confident[:limit]))
 
     @staticmethod
     def _matches(fact: FactRow, req: GroundingRequest) -> bool:

@@ -121,6 +121,39 @@ def validate_record(data: dict[str, Any]) -> ExecutionRecord:
                                                 err["type"], message), message) from exc
 
 
+_TEXT_FIELDS = ("target_class", "environment", "zone", "failure_reason", "intent_id", "notes")
+
+
+def record_from_payload(payload: dict[str, Any], stamp_ns: int) -> ExecutionRecord:
+    """Rebuild a stored record for consolidation, checking only what the rules read.
+
+    Stored payloads were fully validated on the way in; this fast path (no pydantic
+    validation) keeps a pass cheap, and still turns a legacy or hand-made row that lacks
+    the structured fields into InvalidRecord (the pass skips and counts it).
+    """
+    skill_id = payload.get("skill_id")
+    if not isinstance(skill_id, str) or not skill_id:
+        raise InvalidRecord("skill_id", "empty_skill_id", "missing or empty")
+    if not isinstance(payload.get("success"), bool):
+        raise InvalidRecord("success", "missing_field", "missing or not a bool")
+    fields: dict[str, Any] = {"stamp_ns": stamp_ns, "skill_id": skill_id,
+                              "success": payload["success"]}
+    for name in _TEXT_FIELDS:
+        value = payload.get(name, "")
+        if not isinstance(value, str):
+            raise InvalidRecord(name, "wrong_type", "not a string")
+        fields[name] = value
+    for name in ("parameters", "observations"):
+        values = payload.get(name, {})
+        if not isinstance(values, dict) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                for v in values.values()):
+            raise InvalidRecord(name, "wrong_type", "not a mapping of finite numbers")
+        fields[name] = values
+    fields["duration_s"] = payload.get("duration_s", 0.0)
+    return ExecutionRecord.model_construct(**fields)
+
+
 def pairs_to_dict(kind: str, pairs: list[tuple[str, float]]) -> dict[str, float]:
     """KeyValue[] -> dict, refusing duplicate keys instead of silently keeping one."""
     out: dict[str, float] = {}

@@ -1,9 +1,10 @@
 """One consolidation pass over one identity's new events.
 
 Read the events past the checkpoint, fold them into per-key states, render facts,
-and write the changed facts, the states and a `consolidation_run` event in ONE
-transaction: a pass killed at any point leaves either all of it or none of it, so
-the next pass redoes exactly the same range and nothing is counted twice.
+and write the changed facts, the states, any knowledge_conflict events and the
+`consolidation_run` event in ONE transaction: a pass killed at any point leaves all
+of it or none of it, so the next pass redoes exactly the same range, counting nothing
+twice. Another pass that commits first makes this one raise ConcurrentPass.
 """
 
 from __future__ import annotations
@@ -11,19 +12,25 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from sqlalchemy import Connection, insert, select, update
 
 from robot_memory.canonical import canonical_json
-from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RenderedFact, RulesConfig,
-                                              SkipRecord)
-from robot_memory.records import InvalidRecord, validate_record
-from robot_memory.store.episodic import FactRow, NewEvent, Partition
+from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND,
+                                              STATUS_CONTESTED, STATUS_INVALIDATED,
+                                              RenderedFact, RulesConfig, SkipRecord)
+from robot_memory.records import InvalidRecord, record_from_payload
+from robot_memory.store.episodic import FactRow, NewEvent, Partition, StoredEvent
 from robot_memory.store.schema import consolidation_state, semantic_facts
 
 EXECUTION_RESULT = "execution_result"
 CONSOLIDATION_RUN = "consolidation_run"
+KNOWLEDGE_CONFLICT = "knowledge_conflict"
+KNOWLEDGE_CONFLICT_RESOLVED = "knowledge_conflict_resolved"
+CHUNK = 5000
+
+GroupId = tuple[str, str]  # (fact kind, group key)
 
 
 class ConcurrentPass(Exception):
@@ -48,15 +55,68 @@ class PassReport:
     facts_touched: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     changes: list[FactChange] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
     run_event_id: int | None = None
     duration_s: float = 0.0
     applied: bool = False
 
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
     def summary(self) -> str:
-        skipped = sum(self.skipped.values())
         return (f"consolidation pass: read {self.events_read} events (seq {self.first_seq}.."
-                f"{self.last_seq}), touched {self.facts_touched} facts, skipped {skipped}, "
-                f"took {self.duration_s * 1000:.1f} ms")
+                f"{self.last_seq}), touched {self.facts_touched} facts, skipped "
+                f"{sum(self.skipped.values())}, conflicts {len(self.conflicts)}, took "
+                f"{self.duration_s * 1000:.1f} ms")
+
+
+class Folder:
+    """Folds events into per-group states; `load` fetches stored states of groups seen
+    for the first time (one query per chunk), so memory holds only touched groups."""
+
+    def __init__(self, config: RulesConfig, report: PassReport,
+                 load: Callable[[str, set[str]], dict[str, dict]] | None = None):
+        self.config = config
+        self.report = report
+        self.load = load
+        self.states: dict[GroupId, dict[str, Any]] = {}
+        self.stored: set[GroupId] = set()  # groups that already had a row before this pass
+
+    def fold(self, events: Iterable[StoredEvent]) -> None:
+        chunk: list[tuple[GroupId, Any, int]] = []
+        for event in events:
+            self.report.events_read += 1
+            try:
+                record = record_from_payload(event.payload, event.stamp_ns)
+            except InvalidRecord as exc:
+                self.report.skip(f"invalid_payload:{exc.reason}")
+                continue
+            for rule in RULES:
+                try:
+                    items = rule.extract(record)
+                except SkipRecord as skip:
+                    self.report.skip(f"{rule.kind}:{skip.reason}")
+                    continue
+                chunk.extend(((rule.kind, group), item, event.id) for group, item in items)
+            if len(chunk) >= CHUNK:
+                self._fold_chunk(chunk)
+                chunk = []
+        self._fold_chunk(chunk)
+
+    def _fold_chunk(self, chunk: list[tuple[GroupId, Any, int]]) -> None:
+        missing = {gid for gid, _, _ in chunk if gid not in self.states}
+        if missing and self.load is not None:
+            for kind in {k for k, _ in missing}:
+                loaded = self.load(kind, {g for k, g in missing if k == kind})
+                for group, state in loaded.items():
+                    self.states[(kind, group)] = state
+                    self.stored.add((kind, group))
+        for gid, item, event_id in chunk:
+            RULES_BY_KIND[gid[0]].fold(self.states.setdefault(gid, {}), item, event_id,
+                                       self.config)
+
+    def render(self, gid: GroupId) -> list[RenderedFact]:
+        return RULES_BY_KIND[gid[0]].render(gid[1], self.states[gid], self.config)
 
 
 def checkpoint(partition: Partition, conn: Connection) -> tuple[int, int]:
@@ -67,18 +127,118 @@ def checkpoint(partition: Partition, conn: Connection) -> tuple[int, int]:
     return run.seq, int(run.payload["last_seq"])
 
 
-def _load_states(partition: Partition, conn: Connection, kind: str,
-                 groups: set[str]) -> dict[str, dict[str, Any]]:
-    if not groups:
-        return {}
-    rows = conn.execute(select(consolidation_state.c.fact_key, consolidation_state.c.state_json)
-                        .where(consolidation_state.c.identity_hash == partition.identity_hash,
-                               consolidation_state.c.fact_kind == kind,
-                               consolidation_state.c.fact_key.in_(sorted(groups))))
-    return {key: json.loads(text) for key, text in rows}
+def _state_loader(partition: Partition, conn: Connection):
+    def load(kind: str, groups: set[str]) -> dict[str, dict]:
+        rows = conn.execute(select(consolidation_state.c.fact_key, consolidation_state.c.state_json)
+                            .where(consolidation_state.c.identity_hash == partition.identity_hash,
+                                   consolidation_state.c.fact_kind == kind,
+                                   consolidation_state.c.fact_key.in_(sorted(groups))))
+        return {key: json.loads(text) for key, text in rows}
+    return load
 
 
-def _fact_row_values(fact: RenderedFact) -> dict[str, Any]:
+def _same(old: FactRow, fact: RenderedFact) -> bool:
+    return (old.value_json == canonical_json(fact.value) and old.status == fact.status
+            and old.confidence == fact.confidence and old.n_observations == fact.n_observations
+            and old.last_supporting_event_id == fact.last_supporting_event_id
+            and old.last_updated_ns == fact.last_updated_ns)
+
+
+def _conflict_event(change: FactChange) -> dict[str, Any] | None:
+    was = change.old.status if change.old else None
+    now = change.new.status
+    if now == STATUS_CONTESTED and was != STATUS_CONTESTED:
+        kind = KNOWLEDGE_CONFLICT
+    elif was == STATUS_CONTESTED and now != STATUS_CONTESTED:
+        kind = KNOWLEDGE_CONFLICT_RESOLVED
+    else:
+        return None
+    return {"event_kind": kind, "fact_kind": change.kind, "fact_key": change.key,
+            "status": {"from": was, "to": now}, "test": change.new.conflict}
+
+
+def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig(), *,
+                       apply: bool = True, stamp_ns: int | None = None,
+                       max_events: int | None = None) -> PassReport:
+    """Run one pass; with apply=False only report what it would change (dry run)."""
+    started = time.perf_counter()
+    report = PassReport(partition.identity_hash)
+    with partition.store.read() as conn:
+        run_seq, done_seq = checkpoint(partition, conn)
+        until = partition.head()[0]
+        if max_events is not None:
+            until = min(until, done_seq + max_events)
+        seen = {"first_seq": 0, "last_stamp": 0}
+
+        def streamed():  # note the range while folding, without holding the events
+            for event in partition.events([EXECUTION_RESULT], after_seq=done_seq,
+                                          until_seq=until, conn=conn):
+                seen["first_seq"] = seen["first_seq"] or event.seq
+                seen["last_stamp"] = max(seen["last_stamp"], event.stamp_ns)
+                yield event
+
+        folder = Folder(config, report, _state_loader(partition, conn))
+        folder.fold(streamed())
+        report.first_seq, report.last_seq = seen["first_seq"], until
+        if report.events_read == 0:
+            report.last_seq = done_seq
+            report.duration_s = time.perf_counter() - started
+            return report
+        existing = {(f.kind, f.key): f for f in partition.facts(conn=conn)}
+
+    last_stamp = seen["last_stamp"]
+    for gid in sorted(folder.states):
+        for fact in folder.render(gid):
+            old = existing.get((fact.kind, fact.key))
+            if old is not None and old.status == STATUS_INVALIDATED:
+                continue  # an operator's invalidation outranks new evidence
+            if old is None or not _same(old, fact):
+                report.changes.append(FactChange(fact.kind, fact.key, old, fact))
+    report.facts_touched = len(report.changes)
+    report.conflicts = [c for c in map(_conflict_event, report.changes) if c]
+
+    if apply:
+        stamp = stamp_ns if stamp_ns is not None else last_stamp
+        with partition.store.write() as conn:
+            if checkpoint(partition, conn)[0] != run_seq:
+                raise ConcurrentPass("another consolidation pass committed first; retry")
+            _write_states(partition, conn, folder)
+            _write_facts(partition, conn, report.changes)
+            audit = [NewEvent(c["event_kind"], {k: v for k, v in c.items() if k != "event_kind"},
+                              stamp) for c in report.conflicts]
+            audit.append(NewEvent(CONSOLIDATION_RUN, _run_payload(report), stamp))
+            report.run_event_id = partition.append_in(conn, audit)[-1].id
+            report.applied = True
+    report.duration_s = time.perf_counter() - started
+    return report
+
+
+def _run_payload(report: PassReport) -> dict[str, Any]:
+    return {"rule_version": RULE_VERSION, "first_seq": report.first_seq,
+            "last_seq": report.last_seq, "events_read": report.events_read,
+            "facts_touched": report.facts_touched,
+            "skipped": dict(sorted(report.skipped.items())),
+            "touched_facts": sorted(f"{c.kind}|{c.key}" for c in report.changes)}
+
+
+def _write_states(partition: Partition, conn: Connection, folder: Folder) -> None:
+    ident = partition.identity_hash
+    new_rows = []
+    for (kind, group), state in sorted(folder.states.items()):
+        text = canonical_json(state)
+        if (kind, group) in folder.stored:
+            conn.execute(update(consolidation_state).where(
+                consolidation_state.c.identity_hash == ident,
+                consolidation_state.c.fact_kind == kind,
+                consolidation_state.c.fact_key == group).values(state_json=text))
+        else:
+            new_rows.append({"identity_hash": ident, "fact_kind": kind, "fact_key": group,
+                             "state_json": text})
+    if new_rows:
+        conn.execute(insert(consolidation_state), new_rows)
+
+
+def _fact_values(fact: RenderedFact) -> dict[str, Any]:
     return {"fact_value_json": canonical_json(fact.value), "status": fact.status,
             "confidence": fact.confidence, "n_observations": fact.n_observations,
             "rule_version": RULE_VERSION,
@@ -86,113 +246,22 @@ def _fact_row_values(fact: RenderedFact) -> dict[str, Any]:
             "last_updated_ns": fact.last_updated_ns}
 
 
-def _unchanged(old: FactRow, fact: RenderedFact) -> bool:
-    return (old.value_json == canonical_json(fact.value) and old.status == fact.status
-            and old.confidence == fact.confidence and old.n_observations == fact.n_observations
-            and old.last_supporting_event_id == fact.last_supporting_event_id)
-
-
-def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig(), *,
-                       apply: bool = True, stamp_ns: int | None = None,
-                       max_events: int | None = None) -> PassReport:
-    """Run one pass; with apply=False it only reports what it would change (dry run)."""
-    started = time.perf_counter()
-    report = PassReport(partition.identity_hash)
-    with partition.store.read() as conn:
-        run_seq, done_seq = checkpoint(partition, conn)
-        head_seq = partition.head()[0]
-        deltas: dict[tuple[str, str], list] = {}
-        last_stamp = 0
-        for ev in partition.events([EXECUTION_RESULT], after_seq=done_seq, until_seq=head_seq,
-                                   conn=conn):
-            if max_events is not None and report.events_read >= max_events:
-                head_seq = ev.seq - 1
-                break
-            report.events_read += 1
-            report.first_seq = report.first_seq or ev.seq
-            last_stamp = max(last_stamp, ev.stamp_ns)
-            try:
-                record = validate_record({**ev.payload, "stamp_ns": ev.stamp_ns})
-            except InvalidRecord as exc:
-                report.skipped[f"invalid_payload:{exc.reason}"] = (
-                    report.skipped.get(f"invalid_payload:{exc.reason}", 0) + 1)
-                continue
-            for rule in RULES:
-                try:
-                    group = rule.group(record)
-                except SkipRecord as skip:
-                    name = f"{rule.kind}:{skip.reason}"
-                    report.skipped[name] = report.skipped.get(name, 0) + 1
-                    continue
-                deltas.setdefault((rule.kind, group), []).append((record, ev.id, ev.stamp_ns))
-        report.last_seq = head_seq
-        if report.events_read == 0:
-            report.duration_s = time.perf_counter() - started
-            return report
-
-        states: dict[tuple[str, str], dict[str, Any]] = {}
-        for rule in RULES:
-            groups = {g for (kind, g) in deltas if kind == rule.kind}
-            for group, state in _load_states(partition, conn, rule.kind, groups).items():
-                states[(rule.kind, group)] = state
-        existing = {(f.kind, f.key): f for f in partition.facts(conn=conn)}
-
-    rule_by_kind = {rule.kind: rule for rule in RULES}
-    new_state_keys = set()
-    for (kind, group), items in sorted(deltas.items()):
-        if (kind, group) not in states:
-            states[(kind, group)] = {}
-            new_state_keys.add((kind, group))
-        for record, event_id, stamp_ns_ in items:
-            rule_by_kind[kind].add(states[(kind, group)], record, event_id, stamp_ns_)
-        for fact in rule_by_kind[kind].render(group, states[(kind, group)], config):
-            old = existing.get((fact.kind, fact.key))
-            if old is None or not _unchanged(old, fact):
-                report.changes.append(FactChange(fact.kind, fact.key, old, fact))
-    report.facts_touched = len(report.changes)
-
-    if apply:
-        with partition.store.write() as conn:
-            if checkpoint(partition, conn)[0] != run_seq:
-                raise ConcurrentPass("another consolidation pass committed first; retry")
-            _write(partition, conn, states, new_state_keys, deltas.keys(), report)
-            run_payload = {"rule_version": RULE_VERSION, "first_seq": report.first_seq,
-                           "last_seq": report.last_seq, "events_read": report.events_read,
-                           "facts_touched": report.facts_touched,
-                           "skipped": dict(sorted(report.skipped.items())),
-                           "touched_facts": sorted(f"{c.kind}|{c.key}" for c in report.changes)}
-            run_event = partition.append_in(
-                conn, [NewEvent(CONSOLIDATION_RUN, run_payload,
-                                stamp_ns if stamp_ns is not None else last_stamp)])[0]
-            report.run_event_id = run_event.id
-            report.applied = True
-    report.duration_s = time.perf_counter() - started
-    return report
-
-
-def _write(partition: Partition, conn: Connection, states, new_state_keys, touched_groups,
-           report: PassReport) -> None:
+def _write_facts(partition: Partition, conn: Connection, changes: list[FactChange]) -> None:
     ident = partition.identity_hash
-    for kind, group in sorted(touched_groups):
-        text = canonical_json(states[(kind, group)])
-        if (kind, group) in new_state_keys:
-            conn.execute(insert(consolidation_state).values(
-                identity_hash=ident, fact_kind=kind, fact_key=group, state_json=text))
-        else:
-            conn.execute(update(consolidation_state).where(
-                consolidation_state.c.identity_hash == ident,
-                consolidation_state.c.fact_kind == kind,
-                consolidation_state.c.fact_key == group).values(state_json=text))
-    for change in report.changes:
-        values = _fact_row_values(change.new)
-        if change.old is None:
-            conn.execute(insert(semantic_facts).values(
-                identity_hash=ident, fact_kind=change.kind, fact_key=change.key, **values))
-        else:
+    new_rows = [{"identity_hash": ident, "fact_kind": c.kind, "fact_key": c.key,
+                 **_fact_values(c.new)} for c in changes if c.old is None]
+    if new_rows:
+        conn.execute(insert(semantic_facts), new_rows)
+    for change in changes:
+        if change.old is not None:
             conn.execute(update(semantic_facts).where(
-                semantic_facts.c.identity_hash == ident,
-                semantic_facts.c.fact_kind == change.kind,
-                semantic_facts.c.fact_key == change.key).values(**values))
+                semantic_facts.c.id == change.old.id).values(**_fact_values(change.new)))
+
+
+def snapshot_entry(kind, key, status, confidence, n, rule_version, updated_ns, value):
+    return {"kind": kind, "key": key, "status": status, "confidence": confidence,
+            "n_observations": n, "rule_version": rule_version, "last_updated_ns": updated_ns,
+            "value": value}
 
 
 def facts_snapshot(partition: Partition) -> str:
@@ -201,8 +270,23 @@ def facts_snapshot(partition: Partition) -> str:
     Row ids and supporting event ids depend on insertion order, so they are provenance,
     not part of the snapshot.
     """
-    return canonical_json([
-        {"kind": f.kind, "key": f.key, "status": f.status, "confidence": f.confidence,
-         "n_observations": f.n_observations, "rule_version": f.rule_version,
-         "last_updated_ns": f.last_updated_ns, "value": f.value}
-        for f in partition.facts()])
+    return canonical_json([snapshot_entry(f.kind, f.key, f.status, f.confidence,
+                                          f.n_observations, f.rule_version, f.last_updated_ns,
+                                          f.value) for f in partition.facts()])
+
+
+def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *,
+                    until_seq: int | None = None, until_stamp_ns: int | None = None) -> str:
+    """The facts as they were at a point of the log, rebuilt from the events alone in
+    memory (the live store is not touched). Same format as facts_snapshot."""
+    report = PassReport(partition.identity_hash)
+    folder = Folder(config, report)
+    events = partition.events([EXECUTION_RESULT], until_seq=until_seq)
+    if until_stamp_ns is not None:
+        events = (e for e in events if e.stamp_ns <= until_stamp_ns)
+    folder.fold(events)
+    facts = sorted((f for gid in folder.states for f in folder.render(gid)),
+                   key=lambda f: (f.kind, f.key))
+    return canonical_json([snapshot_entry(f.kind, f.key, f.status, f.confidence,
+                                          f.n_observations, RULE_VERSION, f.last_updated_ns,
+                                          f.value) for f in facts])

@@ -62,25 +62,7 @@ def exact_mean(bag: Multiset) -> float:
     return float(sum(v * c for v, c in items) / n)
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score interval of a binomial rate; sensible at small n and near 0 or 1."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    z2 = z * z
-    denom = 1.0 + z2 / n
-    centre = (p + z2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def rate_confidence(successes: int, n: int) -> float:
-    """1 - width of the 95% Wilson interval: grows with n, lowest when outcomes split 50/50."""
-    low, high = wilson_interval(successes, n)
-    return round(1.0 - (high - low), 6)
-
-
-def shrunk_rate(successes: int, n: int, prior_mean: float, prior_weight: float) -> float:
+def shrunk_rate(successes: float, n: float, prior_mean: float, prior_weight: float) -> float:
     """Bayesian (beta-prior) shrinkage of a rate toward prior_mean with prior_weight pseudo-counts."""
     return round((successes + prior_mean * prior_weight) / (n + prior_weight), 6)
 
@@ -90,3 +72,34 @@ def most_common(counts: dict[str, int]) -> str | None:
     if not counts:
         return None
     return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]
+
+
+def two_proportion_z(k1: int, n1: int, k2: int, n2: int) -> float:
+    """Pooled two-proportion z statistic (k1/n1 vs k2/n2); 0 when undefined."""
+    if n1 == 0 or n2 == 0:
+        return 0.0
+    pooled = (k1 + k2) / (n1 + n2)
+    spread = pooled * (1 - pooled) * (1 / n1 + 1 / n2)
+    if spread <= 0:
+        return 0.0
+    return (k1 / n1 - k2 / n2) / math.sqrt(spread)
+
+
+def wilson_confidence(successes: float, n: float) -> float:
+    """Confidence of a rate: 1 - width of its 95% Wilson score interval. Grows with the
+    (decay-weighted) number of observations, lowest when outcomes split 50/50."""
+    if n <= 0:
+        return 0.0
+    low, high = wilson_interval(successes, n)
+    return round(1.0 - (high - low), 6)
+
+
+def wilson_interval(successes: float, n: float,
+                          z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval of a binomial rate; sensible at small n and near 0 or 1."""
+    p = min(1.0, max(0.0, successes / n))
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -77,7 +77,7 @@ def fact_from_msg(msg: SemanticFact) -> FactRow:
 
 def grounding_request_from_msg(request) -> GroundingRequest:
     return GroundingRequest(skill_id=request.skill_id, target_class=request.target_class,
-                            environment=request.environment,
+                            environment=request.environment, zone=request.zone,
                             fact_kinds=tuple(request.fact_kinds),
                             min_confidence=float(request.min_confidence),
                             max_results=int(request.max_results))

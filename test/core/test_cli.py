@@ -38,7 +38,7 @@ def test_ingest_consolidate_facts_round_trip(tmp_path, manifest_file, db_url):
 
     dry = run("consolidate", "--dry-run", "--db", db_url, "--manifest", str(manifest_file))
     assert dry.returncode == 0, dry.stderr
-    assert "dry run, nothing written" in dry.stdout and "1 new" in dry.stdout
+    assert "dry run, nothing written" in dry.stdout and "4 new" in dry.stdout
     assert json.loads(run("facts", "--json", "--db", db_url, "--manifest",
                           str(manifest_file)).stdout) == []
 
@@ -46,8 +46,10 @@ def test_ingest_consolidate_facts_round_trip(tmp_path, manifest_file, db_url):
     assert "[applied]" in applied.stdout
     facts = json.loads(run("facts", "--json", "--db", db_url, "--manifest",
                            str(manifest_file)).stdout)
-    assert [(f["kind"], f["value"]["n"], f["value"]["successes"]) for f in facts] == \
-        [("skill_success_rate", 8, 6)]
+    assert sorted(f["kind"] for f in facts) == ["interaction_pattern", "object_property",
+                                                "skill_success_rate", "zone_risk"]
+    rate = next(f for f in facts if f["kind"] == "skill_success_rate")
+    assert (rate["value"]["n"], rate["value"]["successes"]) == (8, 6)
 
     identity = load_manifest(manifest_file).identity_hash()
     assert run("hash", "--manifest", str(manifest_file)).stdout.strip() == identity

@@ -23,17 +23,24 @@ def index(db_url):
 def test_known_key_answers_with_the_recommended_force(index):
     answer = index.lookup(GroundingRequest("manipulation.grasp", "glass_cup", "sim_relaxed"))
     assert answer.status == OK
-    assert answer.facts[0].value["recommended_parameters"]["force_n"]["median"] == 25.0
+    assert [f.confidence for f in answer.facts] == sorted(
+        (f.confidence for f in answer.facts), reverse=True)
+    rate = next(f for f in answer.facts if f.kind == "skill_success_rate")
+    assert rate.value["recommended_parameters"]["force_n"]["median"] == 25.0
+    assert {f.kind for f in answer.facts} == {"skill_success_rate", "interaction_pattern",
+                                              "zone_risk"}
 
 
 def test_empty_environment_means_any(index):
-    answer = index.lookup(GroundingRequest("manipulation.grasp", "glass_cup"))
+    answer = index.lookup(GroundingRequest("manipulation.grasp", "glass_cup",
+                                           fact_kinds=("skill_success_rate",)))
     assert answer.status == OK and len(answer.facts) == 1
 
 
 @pytest.mark.parametrize("request_, code", [
     (GroundingRequest("manipulation.push", "glass_cup"), "no_fact"),
-    (GroundingRequest("manipulation.grasp", "glass_cup", "ward_3"), "no_fact"),
+    (GroundingRequest("manipulation.grasp", "glass_cup", "ward_3",
+                      fact_kinds=("skill_success_rate",)), "no_fact"),
     (GroundingRequest("manipulation.grasp", "mug"), "only_candidates"),
     (GroundingRequest("manipulation.grasp", "glass_cup", min_confidence=0.99),
      "below_confidence"),

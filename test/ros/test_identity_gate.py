@@ -21,8 +21,10 @@ def test_wrong_certified_hash_gives_mismatch_and_no_writes(probe, start_stack, d
     assert status.state == IdentityStatus.MISMATCH
     assert "certified hash is " + "0" * 64 in status.reason
     assert probe.grounding.wait_for_service(30)
-    answer = probe.grounding.query("manipulation.grasp", "glass_cup")
-    assert answer.status == "IDENTITY_UNVERIFIED" and "MISMATCH" in answer.reason
+    # Until the server has seen the status it answers "waiting"; then it names MISMATCH.
+    answer = wait_until(lambda: (a := probe.grounding.query("manipulation.grasp", "glass_cup"))
+                        and "MISMATCH" in a.reason and a, 10, "the server to learn MISMATCH")
+    assert answer.status == "IDENTITY_UNVERIFIED" and answer.facts == ()
     for i in range(5):
         probe.publish_result(stamp_s=1 + i)
     time.sleep(1.5)  # several flush and pass periods

@@ -1,0 +1,107 @@
+"""What every rule v1 shares: configuration, the rendered-fact shape, fact keys, status,
+and the event-time timeline that decay and the contradiction test read.
+
+Mergeable state: a rule folds each record into a JSON state using only counts and
+multisets, so folding is commutative and associative, and any cut of the events into
+passes gives the same state (and so the same facts, byte for byte).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+RULE_VERSION = "v1.0"
+
+STATUS_CANDIDATE = "candidate"
+STATUS_ACTIVE = "active"
+STATUS_CONTESTED = "contested"
+STATUS_INVALIDATED = "invalidated"
+
+DAY_S = 86400.0
+
+
+class ConsolidationConfigError(Exception):
+    """Raised when stored state was built with a different time_bucket_s than configured
+    (the buckets would not line up; rebuild with `robot-memory replay`)."""
+
+
+@dataclass(frozen=True)
+class RulesConfig:
+    """Knobs of rules v1 (the consolidator's parameters of the same names)."""
+
+    # A fact stays a candidate (not served as authoritative) below this many observations.
+    promotion_min_observations: int = 3
+    # Beta prior of the shrunk rate (seed 000: mean 0.5, weight 10 pseudo-observations).
+    prior_mean: float = 0.5
+    prior_weight: float = 10.0
+    # Evidence loses half its weight per half-life of EVENT time (stamps, not wall clock).
+    half_life_s: float = 30 * DAY_S
+    # Safety-relevant failures are remembered longer (seed 004: failures outlast successes).
+    safety_half_life_s: float = 120 * DAY_S
+    safety_failure_reasons: tuple[str, ...] = ("collision", "dropped", "human_contact",
+                                               "estop", "overforce")
+    # Event time is counted in buckets of this width; fixed for the life of a store.
+    time_bucket_s: float = 60.0
+    # Contradiction test: evidence newer than this window vs. the older evidence ...
+    recent_window_s: float = 1 * DAY_S
+    # ... needs at least this many observations on each side ...
+    contest_min_observations: int = 5
+    # ... and a two-proportion z statistic at least this large (|z| >= 3: p < 0.003).
+    contest_z: float = 3.0
+    # Kinds the contradiction test applies to (rates only in v1).
+    contestable: tuple[str, ...] = field(default=("skill_success_rate", "zone_risk"))
+
+    def bucket(self, stamp_ns: int) -> int:
+        return int(stamp_ns // int(self.time_bucket_s * 1e9))
+
+    def horizon_buckets(self) -> int:
+        """Buckets older than this (behind the newest) weigh < 2^-40: folded into 'ancient'."""
+        return math.ceil(40 * self.safety_half_life_s / self.time_bucket_s)
+
+
+@dataclass(frozen=True)
+class RenderedFact:
+    kind: str
+    key: str
+    value: dict[str, Any]
+    status: str
+    confidence: float
+    n_observations: int
+    last_supporting_event_id: int
+    last_updated_ns: int
+    # Statistics of the contradiction test, when it ran (for the knowledge_conflict event).
+    conflict: dict[str, Any] | None = None
+
+
+class SkipRecord(Exception):
+    """Raised by a rule's extract() when a record lacks the structured fields it needs."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def fact_key(*parts: str) -> str:
+    """Stable, human-readable key, e.g. 'manipulation.grasp + glass_cup + sim_relaxed'."""
+    return " + ".join(part if part else "-" for part in parts)
+
+
+def note_support(state: dict[str, Any], event_id: int, stamp_ns: int) -> None:
+    state["last_event_id"] = max(state.get("last_event_id", 0), event_id)
+    state["last_stamp_ns"] = max(state.get("last_stamp_ns", 0), stamp_ns)
+
+
+def promoted_status(n: int, config: RulesConfig) -> str:
+    return STATUS_ACTIVE if n >= config.promotion_min_observations else STATUS_CANDIDATE
+
+
+def count_into(counts: dict[str, int], name: str, amount: int = 1) -> None:
+    counts[name] = counts.get(name, 0) + amount
+
+
+def r6(value: float) -> float:
+    """Six decimals: facts carry no more precision than evidence can support, and equal
+    evidence renders to equal bytes on every platform."""
+    return round(value, 6)

@@ -1,0 +1,60 @@
+"""interaction_pattern: how a skill fails on a target (key: skill_id + target_class +
+failure_reason): count, share of that skill-target's failures, and the parameter band
+of the failing attempts (e.g. slips happen at 5-15 N)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from robot_memory.consolidation.rules.base import (RULE_VERSION, RenderedFact, RulesConfig,
+                                                   fact_key, note_support, promoted_status, r6)
+from robot_memory.consolidation.rules.timeline import decayed_totals, timeline_add
+from robot_memory.consolidation.stats import band, multiset_add, wilson_confidence
+from robot_memory.records import ExecutionRecord
+
+
+class InteractionPattern:
+    kind = "interaction_pattern"
+
+    def extract(self, record: ExecutionRecord) -> list[tuple[str, ExecutionRecord]]:
+        if record.success:
+            return []  # successes are not failure patterns; not a skip
+        return [(fact_key(record.skill_id, record.target_class), record)]
+
+    def fold(self, state: dict[str, Any], record: ExecutionRecord, event_id: int,
+             config: RulesConfig) -> None:
+        if not state:
+            state.update(skill_id=record.skill_id, target_class=record.target_class,
+                         failures=0, reasons={})
+        reason = record.failure_reason or "unspecified"
+        entry = state["reasons"].setdefault(reason, {"count": 0, "parameters": {},
+                                                     "last_event_id": 0, "last_stamp_ns": 0})
+        state["failures"] += 1
+        entry["count"] += 1
+        for name, value in record.parameters.items():
+            multiset_add(entry["parameters"].setdefault(name, {}), value)
+        timeline_add(entry, record.stamp_ns, 0, 1, config)
+        note_support(entry, event_id, record.stamp_ns)
+
+    def render(self, group: str, state: dict[str, Any], config: RulesConfig) -> list[RenderedFact]:
+        facts = []
+        for reason, entry in sorted(state["reasons"].items()):
+            safety = reason in config.safety_failure_reasons
+            half_life = config.safety_half_life_s if safety else config.half_life_s
+            count = entry["count"]
+            confidence = wilson_confidence(count, state["failures"])
+            value = {
+                "skill_id": state["skill_id"], "target_class": state["target_class"],
+                "failure_reason": reason, "count": count, "failures": state["failures"],
+                "share_of_failures": r6(count / state["failures"]),
+                "weighted_count": r6(decayed_totals(entry, [half_life], config)[0]),
+                "safety_relevant": safety,
+                "failure_parameters": {name: {**band(bag), "n": sum(bag.values())}
+                                       for name, bag in sorted(entry["parameters"].items())},
+                "confidence": confidence, "rule_version": RULE_VERSION,
+            }
+            facts.append(RenderedFact(self.kind, fact_key(state["skill_id"], state["target_class"],
+                                                          reason),
+                                      value, promoted_status(count, config), confidence, count,
+                                      entry["last_event_id"], entry["last_stamp_ns"]))
+        return facts

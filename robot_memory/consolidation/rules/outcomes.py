@@ -1,0 +1,54 @@
+"""Outcome timelines shared by the rate rules (skill_success_rate, zone_risk):
+columns 0 = successes, 1 = ordinary failures, 2 = safety-relevant failures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from robot_memory.consolidation.rules.base import RulesConfig, r6
+from robot_memory.consolidation.rules.timeline import (decayed_totals, recent_and_older,
+                                                       timeline_add)
+from robot_memory.consolidation.stats import two_proportion_z, wilson_confidence
+from robot_memory.records import ExecutionRecord
+
+SUCCESS, FAILURE, SAFETY_FAILURE = 0, 1, 2
+
+
+def outcome_column(record: ExecutionRecord, config: RulesConfig) -> int:
+    if record.success:
+        return SUCCESS
+    return SAFETY_FAILURE if record.failure_reason in config.safety_failure_reasons else FAILURE
+
+
+def add_outcome(state: dict[str, Any], record: ExecutionRecord, config: RulesConfig) -> None:
+    timeline_add(state, record.stamp_ns, outcome_column(record, config), 3, config)
+
+
+def weighted_outcomes(state: dict[str, Any], config: RulesConfig) -> dict[str, float]:
+    """Decay-weighted counts: successes and ordinary failures fade with half_life_s,
+    safety failures with the longer safety_half_life_s."""
+    successes, failures, safety = decayed_totals(
+        state, [config.half_life_s, config.half_life_s, config.safety_half_life_s], config)
+    n = successes + failures + safety
+    return {"n": n, "successes": successes, "failures": failures + safety}
+
+
+def contradiction(state: dict[str, Any], config: RulesConfig) -> dict[str, Any]:
+    """Does the recent success rate disagree with the older one? Two-proportion z test on
+    raw counts of the recent window vs. everything before it (documented in README)."""
+    recent, older = recent_and_older(state, config)
+    n_recent, n_older = sum(recent), sum(older)
+    z = two_proportion_z(recent[SUCCESS], n_recent, older[SUCCESS], n_older)
+    enough = min(n_recent, n_older) >= config.contest_min_observations
+    return {"recent": {"n": n_recent, "successes": recent[SUCCESS]},
+            "older": {"n": n_older, "successes": older[SUCCESS]},
+            "z": r6(z), "contested": enough and abs(z) >= config.contest_z}
+
+
+def rate_block(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, Any], float]:
+    """The decay-weighted view of a rate and its confidence."""
+    weighted = weighted_outcomes(state, config)
+    confidence = wilson_confidence(weighted["successes"], weighted["n"])
+    block = {"n": r6(weighted["n"]), "successes": r6(weighted["successes"]),
+             "rate": r6(weighted["successes"] / weighted["n"]) if weighted["n"] else 0.0}
+    return block, confidence

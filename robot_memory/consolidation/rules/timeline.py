@@ -1,0 +1,67 @@
+"""Per-key event-time timeline: outcome counts per time bucket.
+
+State layout: state["timeline"] = {"bucket_s": w, "buckets": {"<bucket>": [c0, c1, ...]},
+"ancient": [c0, c1, ...]}. Column meaning is up to the rule (e.g. successes, failures,
+safety failures). Buckets far behind the newest are folded into "ancient"; because the
+newest bucket only grows, the fold is the same whatever the pass boundaries.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from robot_memory.consolidation.rules.base import ConsolidationConfigError, RulesConfig
+
+
+def timeline_add(state: dict[str, Any], stamp_ns: int, column: int, width: int,
+                 config: RulesConfig) -> None:
+    timeline = state.setdefault("timeline", {"bucket_s": config.time_bucket_s, "buckets": {},
+                                             "ancient": [0] * width})
+    if timeline["bucket_s"] != config.time_bucket_s:
+        raise ConsolidationConfigError(
+            f"state was built with time_bucket_s={timeline['bucket_s']}, config says "
+            f"{config.time_bucket_s}; rebuild the facts with `robot-memory replay`")
+    bucket = config.bucket(stamp_ns)
+    newest = max([bucket] + [int(b) for b in timeline["buckets"]])
+    oldest_kept = newest - config.horizon_buckets()
+    if bucket < oldest_kept:
+        timeline["ancient"][column] += 1
+    else:
+        row = timeline["buckets"].setdefault(str(bucket), [0] * width)
+        row[column] += 1
+    for stale in [b for b in timeline["buckets"] if int(b) < oldest_kept]:
+        for i, count in enumerate(timeline["buckets"].pop(stale)):
+            timeline["ancient"][i] += count
+
+
+def newest_bucket(state: dict[str, Any]) -> int:
+    return max(int(b) for b in state["timeline"]["buckets"])
+
+
+def decayed_totals(state: dict[str, Any], half_lives_s: list[float],
+                   config: RulesConfig) -> list[float]:
+    """Sum of each column weighted by 2^(-age / half_life), age in event time from the
+    newest bucket. fsum over exact integer counts: independent of order."""
+    timeline = state["timeline"]
+    newest = newest_bucket(state)
+    totals = []
+    for column, half_life in enumerate(half_lives_s):
+        terms = [row[column] * 2.0 ** (-(newest - int(b)) * config.time_bucket_s / half_life)
+                 for b, row in timeline["buckets"].items() if row[column]]
+        totals.append(math.fsum(terms))
+    return totals
+
+
+def recent_and_older(state: dict[str, Any], config: RulesConfig) -> tuple[list[int], list[int]]:
+    """Raw counts per column inside the recent window and before it (ancient included)."""
+    timeline = state["timeline"]
+    newest = newest_bucket(state)
+    window = max(1, math.ceil(config.recent_window_s / config.time_bucket_s))
+    width = len(timeline["ancient"])
+    recent, older = [0] * width, list(timeline["ancient"])
+    for b, row in timeline["buckets"].items():
+        side = recent if int(b) > newest - window else older
+        for i, count in enumerate(row):
+            side[i] += count
+    return recent, older

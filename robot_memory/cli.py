@@ -52,7 +52,7 @@ def _stamp_ns(value: Any) -> int:
 
 
 def cmd_ingest(args) -> int:
-    from robot_memory.consolidation import EXECUTION_RESULT
+    from robot_memory.event_kinds import EXECUTION_RESULT
     from robot_memory.records import InvalidRecord, validate_record
     from robot_memory.store import NewEvent
     partition = _partition(args)
@@ -82,12 +82,80 @@ def cmd_ingest(args) -> int:
     return 1 if bad else 0
 
 
+def _rules_config(args):
+    """The consolidator node's rules, with --param overrides (same names and checks)."""
+    from robot_memory.consolidation import RulesConfig
+    from robot_memory.parameters import node_settings
+    try:
+        return RulesConfig.from_settings(node_settings("consolidator",
+                                                       _parse_overrides(args.param)))
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+
+
 def cmd_consolidate(args) -> int:
-    from robot_memory.consolidation import RulesConfig, consolidation_pass
+    from robot_memory.consolidation import consolidation_pass
     from robot_memory.consolidation.diff import format_diff
-    config = RulesConfig(promotion_min_observations=args.promotion_min_observations)
-    report = consolidation_pass(_partition(args), config, apply=args.apply)
+    report = consolidation_pass(_partition(args), _rules_config(args), apply=args.apply)
     print(format_diff(report))
+    return 0
+
+
+def _until(text: str) -> dict[str, int]:
+    """EVENT_ID (an integer) or TIME (seconds with a decimal point, or an ISO date)."""
+    from datetime import datetime, timezone
+    if text.isdigit():
+        return {"until_event_id": int(text)}
+    try:
+        return {"until_stamp_ns": _stamp_ns(float(text))}
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise CommandError(f"--until {text!r}: expected an event id, seconds or an ISO time") \
+            from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return {"until_stamp_ns": _stamp_ns(repr(moment.timestamp()))}
+
+
+def cmd_replay(args) -> int:
+    from robot_memory.consolidation import replay_snapshot
+    partition = _partition(args)
+    until = _until(args.until)
+    until_seq = None
+    if "until_event_id" in until:
+        event = partition.event_by_id(until["until_event_id"])
+        if event is None:
+            raise CommandError(f"no event {until['until_event_id']} in this identity's log")
+        until_seq = event.seq
+    snapshot = replay_snapshot(partition, _rules_config(args), until_seq=until_seq,
+                               until_stamp_ns=until.get("until_stamp_ns"))
+    if args.out:
+        Path(args.out).write_text(snapshot + "\n", encoding="utf-8")
+        print(f"replayed facts written to {args.out}")
+    else:
+        print(snapshot)
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from robot_memory.explain import FactNotFound, explain_fact, find_fact, format_explanation
+    partition = _partition(args)
+    try:
+        if args.fact.isdigit():
+            fact = find_fact(partition, fact_id=int(args.fact))
+        else:
+            kind, sep, key = args.fact.partition("|")
+            if not sep:
+                raise CommandError("FACT is a fact id or KIND|KEY, e.g. "
+                                   "'skill_success_rate|manipulation.grasp + glass_cup + sim'")
+            fact = find_fact(partition, kind=kind, key=key)
+    except FactNotFound as exc:
+        raise CommandError(str(exc)) from exc
+    explanation = explain_fact(partition, fact)
+    print(canonical_json(explanation) if args.json else format_explanation(explanation))
     return 0
 
 
@@ -161,6 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument("--identity", help="identity hash (64 hex digits)")
         return p
 
+    def with_rule_params(p):
+        p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                       help="a consolidator parameter, e.g. half_life_s=3600 (repeatable)")
+
     p = verbs.add_parser("hash", help="print a manifest's identity hash")
     p.add_argument("--manifest", required=True)
     p.set_defaults(func=cmd_hash)
@@ -174,8 +246,21 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--dry-run", dest="apply", action="store_false",
                       help="print what a pass would change, write nothing")
     mode.add_argument("--apply", dest="apply", action="store_true", help="run the pass")
-    p.add_argument("--promotion-min-observations", type=int, default=3)
+    with_rule_params(p)
     p.set_defaults(func=cmd_consolidate)
+
+    p = with_store(verbs.add_parser("replay", help="facts as they were at a point of the log "
+                                                   "(the live store is not touched)"))
+    p.add_argument("--until", required=True, metavar="EVENT_ID|TIME",
+                   help="an event id, or an event time (seconds or ISO 8601)")
+    p.add_argument("--out", help="write the snapshot here instead of stdout")
+    with_rule_params(p)
+    p.set_defaults(func=cmd_replay)
+
+    p = with_store(verbs.add_parser("explain", help="why does the robot think this?"))
+    p.add_argument("fact", metavar="FACT", help="fact id, or KIND|KEY")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_explain)
 
     p = with_store(verbs.add_parser("facts", help="list an identity's facts"))
     p.add_argument("--json", action="store_true", help="stable, sorted JSON snapshot")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -124,34 +125,55 @@ def validate_record(data: dict[str, Any]) -> ExecutionRecord:
 _TEXT_FIELDS = ("target_class", "environment", "zone", "failure_reason", "intent_id", "notes")
 
 
-def record_from_payload(payload: dict[str, Any], stamp_ns: int) -> ExecutionRecord:
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """A stored execution result as the rules read it (same fields as ExecutionRecord,
+    without pydantic's per-object cost: a pass reads hundreds of thousands)."""
+
+    stamp_ns: int
+    skill_id: str
+    success: bool
+    target_class: str
+    environment: str
+    zone: str
+    failure_reason: str
+    intent_id: str
+    notes: str
+    parameters: dict[str, float]
+    observations: dict[str, float]
+    duration_s: float
+
+
+def record_from_payload(payload: dict[str, Any], stamp_ns: int) -> StoredRecord:
     """Rebuild a stored record for consolidation, checking only what the rules read.
 
     Stored payloads were fully validated on the way in; this fast path (no pydantic
     validation) keeps a pass cheap, and still turns a legacy or hand-made row that lacks
     the structured fields into InvalidRecord (the pass skips and counts it).
     """
-    skill_id = payload.get("skill_id")
-    if not isinstance(skill_id, str) or not skill_id:
+    get = payload.get
+    skill_id, success = get("skill_id"), get("success")
+    if type(skill_id) is not str or not skill_id:
         raise InvalidRecord("skill_id", "empty_skill_id", "missing or empty")
-    if not isinstance(payload.get("success"), bool):
+    if type(success) is not bool:
         raise InvalidRecord("success", "missing_field", "missing or not a bool")
-    fields: dict[str, Any] = {"stamp_ns": stamp_ns, "skill_id": skill_id,
-                              "success": payload["success"]}
-    for name in _TEXT_FIELDS:
-        value = payload.get(name, "")
-        if not isinstance(value, str):
-            raise InvalidRecord(name, "wrong_type", "not a string")
-        fields[name] = value
+    texts = [get(name, "") for name in _TEXT_FIELDS]
+    if any(type(text) is not str for text in texts):
+        raise InvalidRecord("text field", "wrong_type", "not a string")
+    numbers = []
     for name in ("parameters", "observations"):
-        values = payload.get(name, {})
-        if not isinstance(values, dict) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                for v in values.values()):
+        values = get(name, {})
+        if type(values) is not dict or not all(
+                type(v) in (int, float) and math.isfinite(v) for v in values.values()):
             raise InvalidRecord(name, "wrong_type", "not a mapping of finite numbers")
-        fields[name] = values
-    fields["duration_s"] = payload.get("duration_s", 0.0)
-    return ExecutionRecord.model_construct(**fields)
+        numbers.append(values)
+    target_class, environment, zone, failure_reason, intent_id, notes = texts
+    fields = {"stamp_ns": stamp_ns, "skill_id": skill_id, "success": success,
+              "target_class": target_class, "environment": environment, "zone": zone,
+              "failure_reason": failure_reason, "intent_id": intent_id, "notes": notes,
+              "parameters": numbers[0], "observations": numbers[1],
+              "duration_s": get("duration_s", 0.0)}
+    return StoredRecord(**fields)
 
 
 def pairs_to_dict(kind: str, pairs: list[tuple[str, float]]) -> dict[str, float]:

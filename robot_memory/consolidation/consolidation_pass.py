@@ -20,14 +20,12 @@ from robot_memory.canonical import canonical_json
 from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND,
                                               STATUS_CONTESTED, STATUS_INVALIDATED,
                                               RenderedFact, RulesConfig, SkipRecord)
+from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
+                                     KNOWLEDGE_CONFLICT_RESOLVED)
 from robot_memory.records import InvalidRecord, record_from_payload
-from robot_memory.store.episodic import FactRow, NewEvent, Partition, StoredEvent
+from robot_memory.store.episodic import FactRow, NewEvent, Partition
 from robot_memory.store.schema import consolidation_state, semantic_facts
 
-EXECUTION_RESULT = "execution_result"
-CONSOLIDATION_RUN = "consolidation_run"
-KNOWLEDGE_CONFLICT = "knowledge_conflict"
-KNOWLEDGE_CONFLICT_RESOLVED = "knowledge_conflict_resolved"
 CHUNK = 5000
 
 GroupId = tuple[str, str]  # (fact kind, group key)
@@ -82,12 +80,13 @@ class Folder:
         self.states: dict[GroupId, dict[str, Any]] = {}
         self.stored: set[GroupId] = set()  # groups that already had a row before this pass
 
-    def fold(self, events: Iterable[StoredEvent]) -> None:
+    def fold(self, rows: Iterable[tuple[int, int, int, str]]) -> None:
+        """Fold (id, seq, stamp_ns, payload_json) rows of execution results."""
         chunk: list[tuple[GroupId, Any, int]] = []
-        for event in events:
+        for event_id, _seq, stamp_ns, payload_json in rows:
             self.report.events_read += 1
             try:
-                record = record_from_payload(event.payload, event.stamp_ns)
+                record = record_from_payload(json.loads(payload_json), stamp_ns)
             except InvalidRecord as exc:
                 self.report.skip(f"invalid_payload:{exc.reason}")
                 continue
@@ -97,7 +96,9 @@ class Folder:
                 except SkipRecord as skip:
                     self.report.skip(f"{rule.kind}:{skip.reason}")
                     continue
-                chunk.extend(((rule.kind, group), item, event.id) for group, item in items)
+                kind = rule.kind
+                for group, item in items:
+                    chunk.append(((kind, group), item, event_id))
             if len(chunk) >= CHUNK:
                 self._fold_chunk(chunk)
                 chunk = []
@@ -171,11 +172,11 @@ def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig()
         seen = {"first_seq": 0, "last_stamp": 0}
 
         def streamed():  # note the range while folding, without holding the events
-            for event in partition.events([EXECUTION_RESULT], after_seq=done_seq,
-                                          until_seq=until, conn=conn):
-                seen["first_seq"] = seen["first_seq"] or event.seq
-                seen["last_stamp"] = max(seen["last_stamp"], event.stamp_ns)
-                yield event
+            for row in partition.payload_rows(EXECUTION_RESULT, done_seq, until, conn):
+                seen["first_seq"] = seen["first_seq"] or row[1]
+                if row[2] > seen["last_stamp"]:
+                    seen["last_stamp"] = row[2]
+                yield row
 
         folder = Folder(config, report, _state_loader(partition, conn))
         folder.fold(streamed())
@@ -281,10 +282,12 @@ def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *
     memory (the live store is not touched). Same format as facts_snapshot."""
     report = PassReport(partition.identity_hash)
     folder = Folder(config, report)
-    events = partition.events([EXECUTION_RESULT], until_seq=until_seq)
-    if until_stamp_ns is not None:
-        events = (e for e in events if e.stamp_ns <= until_stamp_ns)
-    folder.fold(events)
+    with partition.store.read() as conn:
+        last = until_seq if until_seq is not None else partition.head()[0]
+        rows = partition.payload_rows(EXECUTION_RESULT, 0, last, conn)
+        if until_stamp_ns is not None:
+            rows = (row for row in rows if row[2] <= until_stamp_ns)
+        folder.fold(rows)
     facts = sorted((f for gid in folder.states for f in folder.render(gid)),
                    key=lambda f: (f.kind, f.key))
     return canonical_json([snapshot_entry(f.kind, f.key, f.status, f.confidence,

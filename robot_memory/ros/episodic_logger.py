@@ -19,7 +19,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
-from robot_memory.consolidation import EXECUTION_RESULT
+from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.msg import ExecutionResult
 from robot_memory.records import InvalidRecord
 from robot_memory.ros.conversions import record_from_msg

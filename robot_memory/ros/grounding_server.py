@@ -18,6 +18,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_memory.audit import AuditWriter
+from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory.grounding import (IDENTITY_UNVERIFIED, OK, REASON_IDENTITY_UNVERIFIED,
                                     GroundingAnswer, GroundingIndex)
 from robot_memory.msg import SemanticFactArray
@@ -30,7 +31,6 @@ from robot_memory.ros.qos import FACTS_QOS
 from robot_memory.srv import GroundingQuery
 from robot_memory.store import MemoryStore, NewEvent
 
-FACT_CONSULTATION = "fact_consultation"
 
 
 class GroundingServer(Node):

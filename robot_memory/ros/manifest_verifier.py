@@ -12,6 +12,7 @@ import sys
 import rclpy
 from rclpy.node import Node
 
+from robot_memory.event_kinds import IDENTITY_VERIFICATION
 from robot_memory.manifest import ManifestError, load_manifest, read_certified_hash
 from robot_memory.msg import IdentityStatus
 from robot_memory.ros.identity_gate import STATE_NAMES
@@ -19,7 +20,6 @@ from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import IDENTITY_STATUS_QOS
 from robot_memory.store import MemoryStore, StoreError, verify_chain
 
-IDENTITY_VERIFICATION = "identity_verification"
 
 
 class ManifestVerifier(Node):

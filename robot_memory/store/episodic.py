@@ -195,6 +195,23 @@ class Partition:
                 return
             cursor = batch[-1].seq
 
+    def payload_rows(self, kind: str, after_seq: int, until_seq: int, conn: Connection,
+                     batch_size: int = 20000) -> Iterator[tuple[int, int, int, str]]:
+        """(id, seq, stamp_ns, payload_json) of one kind, in chain order: the lean read a
+        consolidation pass makes over hundreds of thousands of rows."""
+        columns = (events.c.id, events.c.seq, events.c.stamp_ns, events.c.payload_json)
+        cursor = after_seq
+        while True:
+            batch = conn.execute(
+                select(*columns).where(events.c.identity_hash == self.identity_hash,
+                                       events.c.kind == kind, events.c.seq > cursor,
+                                       events.c.seq <= until_seq)
+                .order_by(events.c.seq).limit(batch_size)).all()
+            yield from batch
+            if len(batch) < batch_size:
+                return
+            cursor = batch[-1][1]
+
     def event_by_id(self, event_id: int) -> StoredEvent | None:
         with self.store.read() as conn:
             row = conn.execute(select(events).where(events.c.identity_hash == self.identity_hash,

@@ -5,7 +5,7 @@ from robot_memory.grounding import (ABSTAIN, INVALID_REQUEST, OK, GroundingIndex
                                     GroundingRequest)
 from robot_memory.store import MemoryStore
 
-from core.test_consolidation import result
+from helpers import result_event as result
 
 IDENT = "d" * 64
 

@@ -39,3 +39,8 @@ def test_params_file_has_a_section_per_node_and_no_empty_lists():
     assert logger["database_url"] == "sqlite:///x.db"
     assert yaml.safe_load(yaml.safe_dump(document)) == document
     assert node_defaults("episodic_logger")["result_topics"] == []
+
+
+def test_rules_defaults_match_the_parameter_table():
+    from robot_memory.consolidation import RulesConfig
+    assert RulesConfig.from_settings(node_defaults("consolidator")) == RulesConfig()

@@ -5,7 +5,7 @@ from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_ACTIVE,
                                                    STATUS_CANDIDATE, STATUS_CONTESTED,
                                                    STATUS_INVALIDATED, ConsolidationConfigError,
                                                    RenderedFact, RulesConfig, SkipRecord,
-                                                   fact_key)
+                                                   fact_key, supported_key)
 from robot_memory.consolidation.rules.interaction_pattern import InteractionPattern
 from robot_memory.consolidation.rules.object_property import ObjectProperty
 from robot_memory.consolidation.rules.skill_success_rate import SkillSuccessRate
@@ -17,4 +17,4 @@ FACT_KINDS = tuple(RULES_BY_KIND)
 
 __all__ = ["FACT_KINDS", "RULES", "RULES_BY_KIND", "RULE_VERSION", "STATUS_ACTIVE",
            "STATUS_CANDIDATE", "STATUS_CONTESTED", "STATUS_INVALIDATED",
-           "ConsolidationConfigError", "RenderedFact", "RulesConfig", "SkipRecord", "fact_key"]
+           "ConsolidationConfigError", "RenderedFact", "RulesConfig", "SkipRecord", "fact_key", "supported_key"]

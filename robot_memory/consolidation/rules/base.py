@@ -53,6 +53,14 @@ class RulesConfig:
     # Kinds the contradiction test applies to (rates only in v1).
     contestable: tuple[str, ...] = field(default=("skill_success_rate", "zone_risk"))
 
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> "RulesConfig":
+        """From the consolidator's parameters (names match the fields)."""
+        known = {name: settings[name] for name in cls.__dataclass_fields__ if name in settings}
+        if "safety_failure_reasons" in known:
+            known["safety_failure_reasons"] = tuple(known["safety_failure_reasons"])
+        return cls(**known)
+
     def bucket(self, stamp_ns: int) -> int:
         return int(stamp_ns // int(self.time_bucket_s * 1e9))
 
@@ -85,7 +93,13 @@ class SkipRecord(Exception):
 
 def fact_key(*parts: str) -> str:
     """Stable, human-readable key, e.g. 'manipulation.grasp + glass_cup + sim_relaxed'."""
-    return " + ".join(part if part else "-" for part in parts)
+    return " + ".join([part or "-" for part in parts])
+
+
+def supported_key(rule, group: str, item) -> str:
+    """The fact key an extracted item supports (its group's key unless the rule says
+    otherwise, as interaction_pattern does: one group, one fact per failure reason)."""
+    return rule.fact_key_of(group, item) if hasattr(rule, "fact_key_of") else group
 
 
 def note_support(state: dict[str, Any], event_id: int, stamp_ns: int) -> None:

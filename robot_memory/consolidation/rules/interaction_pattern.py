@@ -21,6 +21,10 @@ class InteractionPattern:
             return []  # successes are not failure patterns; not a skip
         return [(fact_key(record.skill_id, record.target_class), record)]
 
+    def fact_key_of(self, group: str, record: ExecutionRecord) -> str:
+        return fact_key(record.skill_id, record.target_class,
+                        record.failure_reason or "unspecified")
+
     def fold(self, state: dict[str, Any], record: ExecutionRecord, event_id: int,
              config: RulesConfig) -> None:
         if not state:
@@ -53,8 +57,8 @@ class InteractionPattern:
                                        for name, bag in sorted(entry["parameters"].items())},
                 "confidence": confidence, "rule_version": RULE_VERSION,
             }
-            facts.append(RenderedFact(self.kind, fact_key(state["skill_id"], state["target_class"],
-                                                          reason),
+            facts.append(RenderedFact(self.kind,
+                                      fact_key(state["skill_id"], state["target_class"], reason),
                                       value, promoted_status(count, config), confidence, count,
                                       entry["last_event_id"], entry["last_stamp_ns"]))
         return facts

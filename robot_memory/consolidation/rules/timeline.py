@@ -16,27 +16,44 @@ from robot_memory.consolidation.rules.base import ConsolidationConfigError, Rule
 
 def timeline_add(state: dict[str, Any], stamp_ns: int, column: int, width: int,
                  config: RulesConfig) -> None:
-    timeline = state.setdefault("timeline", {"bucket_s": config.time_bucket_s, "buckets": {},
-                                             "ancient": [0] * width})
-    if timeline["bucket_s"] != config.time_bucket_s:
+    timeline = state.get("timeline")
+    if timeline is None:
+        timeline = state["timeline"] = {"bucket_s": config.time_bucket_s, "buckets": {},
+                                        "ancient": [0] * width, "newest": None,
+                                        "oldest": None}
+    elif timeline["bucket_s"] != config.time_bucket_s:
         raise ConsolidationConfigError(
             f"state was built with time_bucket_s={timeline['bucket_s']}, config says "
             f"{config.time_bucket_s}; rebuild the facts with `robot-memory replay`")
     bucket = config.bucket(stamp_ns)
-    newest = max([bucket] + [int(b) for b in timeline["buckets"]])
-    oldest_kept = newest - config.horizon_buckets()
-    if bucket < oldest_kept:
+    newest = timeline["newest"]
+    if newest is None or bucket > newest:
+        newest = timeline["newest"] = bucket
+        _fold_stale(timeline, newest - config.horizon_buckets())
+    if bucket < newest - config.horizon_buckets():
         timeline["ancient"][column] += 1
     else:
-        row = timeline["buckets"].setdefault(str(bucket), [0] * width)
+        row = timeline["buckets"].get(str(bucket))
+        if row is None:
+            row = timeline["buckets"][str(bucket)] = [0] * width
+            if timeline["oldest"] is None or bucket < timeline["oldest"]:
+                timeline["oldest"] = bucket
         row[column] += 1
+
+
+def _fold_stale(timeline: dict[str, Any], oldest_kept: int) -> None:
+    """Move buckets older than the horizon into 'ancient' (only when the newest moves;
+    'oldest' makes the common nothing-to-do case O(1))."""
+    if timeline["oldest"] is None or timeline["oldest"] >= oldest_kept:
+        return
     for stale in [b for b in timeline["buckets"] if int(b) < oldest_kept]:
         for i, count in enumerate(timeline["buckets"].pop(stale)):
             timeline["ancient"][i] += count
+    timeline["oldest"] = min(map(int, timeline["buckets"]), default=None)
 
 
 def newest_bucket(state: dict[str, Any]) -> int:
-    return max(int(b) for b in state["timeline"]["buckets"])
+    return state["timeline"]["newest"]
 
 
 def decayed_totals(state: dict[str, Any], half_lives_s: list[float],

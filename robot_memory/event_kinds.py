@@ -1,0 +1,8 @@
+"""The kinds of event in the episodic log (the `kind` column), in one place."""
+
+EXECUTION_RESULT = "execution_result"  # a skill attempt (from a result topic or ingest)
+CONSOLIDATION_RUN = "consolidation_run"  # a pass: range processed, facts touched, skips
+KNOWLEDGE_CONFLICT = "knowledge_conflict"  # a fact became contested
+KNOWLEDGE_CONFLICT_RESOLVED = "knowledge_conflict_resolved"  # ... and agreed again
+FACT_CONSULTATION = "fact_consultation"  # a grounding answer: requester, intent, facts
+IDENTITY_VERIFICATION = "identity_verification"  # the verifier's boot check passed

@@ -1,0 +1,109 @@
+"""Why does the robot think this? The provenance of one fact, from the log alone:
+the supporting events (counts by outcome and parameter, and their ids), the passes
+that touched the fact, its conflicts, and the grounding consultations that served it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from robot_memory.consolidation.rules import RULES_BY_KIND, SkipRecord, supported_key
+from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, FACT_CONSULTATION,
+                                     KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED)
+from robot_memory.records import InvalidRecord, record_from_payload
+from robot_memory.store.episodic import FactRow, Partition
+
+MAX_IDS = 200  # event ids listed in full; beyond that the count is still exact
+
+
+class FactNotFound(Exception):
+    """Raised when no fact of this identity has the given id or kind + key."""
+
+
+def find_fact(partition: Partition, fact_id: int = 0, kind: str = "",
+              key: str = "") -> FactRow:
+    for fact in partition.facts():
+        if (fact_id and fact.id == fact_id) or (not fact_id and (fact.kind, fact.key) == (kind,
+                                                                                         key)):
+            return fact
+    wanted = f"id {fact_id}" if fact_id else f"{kind} [{key}]"
+    raise FactNotFound(f"no fact {wanted} for identity {partition.identity_hash[:12]}")
+
+
+def _supporting(partition: Partition, fact: FactRow) -> dict[str, Any]:
+    rule = RULES_BY_KIND[fact.kind]
+    outcomes = {"success": 0, "failure": 0}
+    parameters: dict[str, dict[str, int]] = {}
+    ids: list[int] = []
+    for event in partition.events([EXECUTION_RESULT]):
+        try:
+            record = record_from_payload(event.payload, event.stamp_ns)
+            items = rule.extract(record)
+        except (InvalidRecord, SkipRecord):
+            continue
+        if not any(supported_key(rule, group, item) == fact.key for group, item in items):
+            continue
+        outcomes["success" if record.success else "failure"] += 1
+        for name, value in record.parameters.items():
+            bag = parameters.setdefault(name, {})
+            bag[repr(float(value))] = bag.get(repr(float(value)), 0) + 1
+        if len(ids) < MAX_IDS:
+            ids.append(event.id)
+    return {"count": sum(outcomes.values()), "outcomes": outcomes,
+            "parameters": {n: dict(sorted(b.items(), key=lambda kv: float(kv[0])))
+                           for n, b in sorted(parameters.items())},
+            "event_ids": ids, "event_ids_truncated": sum(outcomes.values()) > len(ids)}
+
+
+def explain_fact(partition: Partition, fact: FactRow) -> dict[str, Any]:
+    tag = f"{fact.kind}|{fact.key}"
+    runs, conflicts, consultations = [], [], []
+    for event in partition.events([CONSOLIDATION_RUN, KNOWLEDGE_CONFLICT,
+                                   KNOWLEDGE_CONFLICT_RESOLVED, FACT_CONSULTATION]):
+        payload = event.payload
+        if event.kind == CONSOLIDATION_RUN and tag in payload.get("touched_facts", ()):
+            runs.append({"event_id": event.id, "rule_version": payload["rule_version"],
+                         "first_seq": payload["first_seq"], "last_seq": payload["last_seq"],
+                         "events_read": payload["events_read"]})
+        elif event.kind in (KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED) and \
+                (payload.get("fact_kind"), payload.get("fact_key")) == (fact.kind, fact.key):
+            conflicts.append({"event_id": event.id, "event": event.kind,
+                              "status": payload["status"], "test": payload.get("test")})
+        elif event.kind == FACT_CONSULTATION and any(
+                (f.get("kind"), f.get("key")) == (fact.kind, fact.key)
+                for f in payload.get("facts", ())):
+            consultations.append({"event_id": event.id,
+                                  "consultation_id": payload.get("consultation_id"),
+                                  "requester": payload.get("requester"),
+                                  "intent_id": payload.get("intent_id")})
+    return {"fact": {"id": fact.id, "kind": fact.kind, "key": fact.key, "status": fact.status,
+                     "confidence": fact.confidence, "n_observations": fact.n_observations,
+                     "rule_version": fact.rule_version,
+                     "last_supporting_event_id": fact.last_supporting_event_id,
+                     "value": fact.value},
+            "supporting_events": _supporting(partition, fact), "runs": runs,
+            "conflicts": conflicts, "consultations": consultations}
+
+
+def format_explanation(explanation: dict[str, Any]) -> str:
+    fact, support = explanation["fact"], explanation["supporting_events"]
+    lines = [f"{fact['kind']} [{fact['key']}] (fact {fact['id']})",
+             f"  status {fact['status']}, confidence {fact['confidence']}, "
+             f"{fact['n_observations']} observations, rule {fact['rule_version']}",
+             f"  supported by {support['count']} execution results: "
+             f"{support['outcomes']['success']} successes, {support['outcomes']['failure']} "
+             "failures"]
+    for name, bag in support["parameters"].items():
+        lines.append(f"    {name}: " + ", ".join(f"{v} x{c}" for v, c in bag.items()))
+    more = " ..." if support["event_ids_truncated"] else ""
+    lines.append(f"    event ids: {', '.join(map(str, support['event_ids']))}{more}")
+    lines.append(f"  touched by {len(explanation['runs'])} consolidation runs: " +
+                 ", ".join(f"event {r['event_id']} (seq {r['first_seq']}..{r['last_seq']})"
+                           for r in explanation["runs"]))
+    for conflict in explanation["conflicts"]:
+        lines.append(f"  {conflict['event']} (event {conflict['event_id']}): "
+                     f"{conflict['status']['from']} -> {conflict['status']['to']}")
+    lines.append(f"  served in {len(explanation['consultations'])} grounding consultations" +
+                 "".join(f"\n    {c['requester']} for intent {c['intent_id'] or '-'} "
+                         f"(consultation {c['consultation_id']})"
+                         for c in explanation["consultations"]))
+    return "\n".join(lines)

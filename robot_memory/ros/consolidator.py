@@ -1,8 +1,10 @@
-"""consolidator: timer-driven consolidation passes for the verified identity.
+"""consolidator: consolidation passes for the verified identity.
 
-Each pass (on `period_s` of the node clock, so sim time is honoured) turns new
-execution results into facts, then publishes the full snapshot latched on `facts`
-and the facts the pass changed on `facts_delta`.
+A pass runs on `period_s` of the node clock (so sim time is honoured), as soon as
+`pass_after_new_events` events are waiting, or on request (`consolidate` service,
+which can also preview the pass as a diff). Passes never overlap: one
+mutually-exclusive callback group here, and ConcurrentPass across processes. After a
+pass the full snapshot goes latched on `facts` and the changed facts on `facts_delta`.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
+from robot_memory.consolidation.consolidation_pass import checkpoint
+from robot_memory.consolidation.diff import format_diff
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.identity_gate import IdentityGate
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
+from robot_memory.srv import Consolidate
 from robot_memory.store import MemoryStore
 
 
@@ -28,9 +33,7 @@ class Consolidator(Node):
     def __init__(self, **kwargs):
         super().__init__("consolidator", **kwargs)
         self.params = declare_parameters(self, "consolidator")
-        self.config = RulesConfig(
-            promotion_min_observations=self.params["promotion_min_observations"],
-            prior_mean=self.params["prior_mean"], prior_weight=self.params["prior_weight"])
+        self.config = RulesConfig.from_settings(self.params)
         self.partition = None
         self.passes = 0
         self.last_report = None
@@ -40,8 +43,13 @@ class Consolidator(Node):
                                                      FACTS_DELTA_QOS)
         self.diagnostics = DiagnosticsPublisher(self)
         self.gate = IdentityGate(self, self._activate)
+        wall = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
-                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+                          clock=wall)
+        self.create_service(Consolidate, "consolidate", self.on_consolidate_request)
+        if self.params["pass_after_new_events"] > 0:
+            self.create_timer(self.params["new_event_poll_period_s"], self.on_poll_timer,
+                              clock=wall)
 
     def _activate(self, identity_hash: str) -> None:
         self.partition = MemoryStore(self.params["database_url"]).partition(identity_hash)
@@ -51,26 +59,62 @@ class Consolidator(Node):
                                f"(node clock), rules {self.config}")
 
     def on_pass_timer(self) -> None:
+        self.run_pass()
+
+    def on_poll_timer(self) -> None:
+        """Run early when enough events wait (a cheap read of the chain head)."""
+        if self.partition is None:
+            return
+        with self.partition.store.read() as conn:
+            waiting = self.partition.head()[0] - checkpoint(self.partition, conn)[1]
+        if waiting >= self.params["pass_after_new_events"]:
+            self.run_pass()
+
+    def on_consolidate_request(self, request, response):
+        if self.partition is None:
+            response.success, response.reason = False, f"inactive: {self.gate.reason}"
+            return response
+        report = self.run_pass(apply=not request.dry_run)
+        if report is None:
+            response.success, response.reason = False, self.last_error
+            return response
+        response.success = True
+        response.diff = format_diff(report)
+        response.events_read, response.facts_touched = report.events_read, report.facts_touched
+        response.events_skipped = sum(report.skipped.values())
+        response.run_event_id = report.run_event_id or 0
+        return response
+
+    def run_pass(self, apply: bool = True):
+        """One pass (or dry run); returns its report, or None if it failed (logged)."""
+        if self.partition is None:
+            return None
         try:
-            report = consolidation_pass(self.partition, self.config,
+            report = consolidation_pass(self.partition, self.config, apply=apply,
                                         stamp_ns=self.get_clock().now().nanoseconds)
         except ConcurrentPass as exc:
+            self.last_error = str(exc)
             self.get_logger().warning(f"pass skipped: {exc}")
-            return
+            return None
         except Exception as exc:  # a failed pass must not kill the node; the next one retries
             self.last_error = str(exc)
             self.get_logger().error(f"consolidation pass failed: {exc}")
-            return
+            return None
         self.last_error = ""
-        if report.events_read == 0:
-            return
+        if not apply or report.events_read == 0:
+            return report
         self.passes += 1
         self.last_report = report
         self.get_logger().info(report.summary())
+        for conflict in report.conflicts:
+            self.get_logger().warning(
+                f"{conflict['event_kind']}: {conflict['fact_kind']} [{conflict['fact_key']}] "
+                f"{conflict['status']['from']} -> {conflict['status']['to']}")
         if report.changes:
             changed = {(c.kind, c.key) for c in report.changes}
             facts = self.publish_snapshot()
             self._publish(self.delta_publisher, [f for f in facts if (f.kind, f.key) in changed])
+        return report
 
     def publish_snapshot(self):
         facts = self.partition.facts()
@@ -90,7 +134,10 @@ class Consolidator(Node):
             values.update({"last_pass_duration_ms": round(report.duration_s * 1000, 3),
                            "last_pass_events_read": report.events_read,
                            "last_pass_facts_touched": report.facts_touched,
-                           "last_pass_skipped": sum(report.skipped.values())})
+                           "last_pass_skipped": sum(report.skipped.values()),
+                           "last_pass_conflicts": len(report.conflicts)})
+            values.update({f"last_pass_skipped.{reason}": n
+                           for reason, n in report.skipped.items()})
         if self.partition is None:
             level, message = WARN, f"inactive: {self.gate.reason}"
         elif self.last_error:

@@ -18,6 +18,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_memory.audit import AuditWriter
+from robot_memory.canonical import canonical_json
 from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory.grounding import (IDENTITY_UNVERIFIED, OK, REASON_IDENTITY_UNVERIFIED,
                                     GroundingAnswer, GroundingIndex)
@@ -28,7 +29,8 @@ from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
 from robot_memory.ros.identity_gate import IdentityGate
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import FACTS_QOS
-from robot_memory.srv import GroundingQuery
+from robot_memory.explain import FactNotFound, explain_fact, find_fact, format_explanation
+from robot_memory.srv import ExplainFact, GroundingQuery
 from robot_memory.store import MemoryStore, NewEvent
 
 
@@ -38,6 +40,7 @@ class GroundingServer(Node):
         super().__init__("grounding_server", **kwargs)
         self.params = declare_parameters(self, "grounding_server")
         self.index: GroundingIndex | None = None
+        self.partition = None
         self.audit: AuditWriter | None = None
         self.answers = 0
         # Requests never wait for an index rebuild: separate groups, multi-threaded executor.
@@ -48,11 +51,15 @@ class GroundingServer(Node):
                                  callback_group=self._refresh_group)
         self.create_service(GroundingQuery, "ground", self.on_ground_request,
                             callback_group=self._service_group)
+        # Explaining reads the log: its own group, so it never delays `ground`.
+        self.create_service(ExplainFact, "explain", self.on_explain_request,
+                            callback_group=MutuallyExclusiveCallbackGroup())
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def _activate(self, identity_hash: str) -> None:
         partition = MemoryStore(self.params["database_url"]).partition(identity_hash)
+        self.partition = partition
         self.audit = AuditWriter(partition, self.params["audit_queue_size"],
                                  self.params["audit_flush_period_s"])
         self.index = GroundingIndex(identity_hash, partition.facts())
@@ -96,6 +103,23 @@ class GroundingServer(Node):
             }, self.get_clock().now().nanoseconds))
         return response
 
+    def on_explain_request(self, request, response):
+        partition = self.partition if self.index is not None else None
+        if partition is None:
+            response.found, response.reason = False, f"inactive: {self.gate.reason}"
+            return response
+        try:
+            fact = find_fact(partition, request.fact_id, request.kind, request.key)
+        except FactNotFound as exc:
+            response.found, response.reason = False, str(exc)
+            return response
+        explanation = explain_fact(partition, fact)
+        response.found = True
+        response.fact = fact_to_msg(fact)
+        response.explanation_json = canonical_json(explanation)
+        response.explanation_text = format_explanation(explanation)
+        return response
+
     def _publish_diagnostics(self) -> None:
         values = {"answers": self.answers, "identity_hash": self.gate.identity_hash or "",
                   "index_facts": self.index.size if self.index else 0}
@@ -117,7 +141,7 @@ class GroundingServer(Node):
 def main(args=None) -> None:
     rclpy.init(args=args)
     node = GroundingServer()
-    executor = MultiThreadedExecutor(num_threads=2)
+    executor = MultiThreadedExecutor(num_threads=3)
     executor.add_node(node)
     try:
         executor.spin()

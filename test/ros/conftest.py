@@ -61,6 +61,15 @@ class Probe(Node):
                 node = status.hardware_id.rsplit("/", 1)[-1]
                 self.diagnostics[node] = {kv.key: kv.value for kv in status.values}
 
+    def call(self, srv_type, name: str, request, timeout: float = 30.0):
+        """Call a service of the stack synchronously (the executor spins elsewhere)."""
+        client = self.create_client(srv_type, name)
+        assert client.wait_for_service(timeout_sec=timeout), f"service {name} not available"
+        future = client.call_async(request)
+        wait_until(future.done, timeout, f"an answer from {name}")
+        self.destroy_client(client)
+        return future.result()
+
     def wait_identity(self, timeout: float = 30.0) -> IdentityStatus:
         return wait_until(lambda: self.identity and self.identity[-1], timeout, "identity_status")
 

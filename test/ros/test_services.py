@@ -1,0 +1,73 @@
+"""The consolidate and explain services, the event-count trigger and facts_delta."""
+
+from robot_memory.msg import SemanticFactArray
+from robot_memory.ros.qos import FACTS_DELTA_QOS
+from robot_memory.srv import Consolidate, ExplainFact
+
+from ros.conftest import wait_until
+
+KEY = "manipulation.grasp + glass_cup + sim_relaxed"
+
+
+def stored_results(probe, n):
+    probe.wait_identity()
+    probe.wait_logger()
+    for i in range(n):
+        probe.publish_result(stamp_s=10 + i, success=i % 4 != 0, failure_reason="slipped")
+
+
+def rate_facts(probe):
+    return [f for snapshot in probe.facts for f in snapshot.facts
+            if f.kind == "skill_success_rate"]
+
+
+def test_consolidate_service_previews_then_applies(probe, start_stack):
+    start_stack(period_s=3600.0, pass_after_new_events=0)
+    deltas = []
+    probe.create_subscription(SemanticFactArray, "facts_delta", deltas.append, FACTS_DELTA_QOS)
+    stored_results(probe, 8)
+
+    def dry_run():
+        return probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=True))
+    preview = wait_until(lambda: (r := dry_run()).events_read == 8 and r, 20,
+                         "all 8 results stored")
+    assert preview.success and preview.run_event_id == 0
+    assert f"+ skill_success_rate [{KEY}] active: n=8" in preview.diff
+    assert "dry run, nothing written" in preview.diff
+    assert rate_facts(probe) == []  # a preview publishes nothing
+
+    applied = probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=False))
+    assert applied.success and applied.run_event_id > 0 and applied.facts_touched >= 2
+    probe.wait_fact(lambda f: f.key == KEY and f.n_observations == 8)
+    wait_until(lambda: deltas, 10, "a per-pass delta on facts_delta")
+    assert {f.kind for f in deltas[-1].facts} >= {"skill_success_rate", "interaction_pattern"}
+
+    again = probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=False))
+    assert (again.events_read, again.facts_touched, again.run_event_id) == (0, 0, 0)
+
+
+def test_pass_runs_after_enough_new_events(probe, start_stack):
+    start_stack(period_s=3600.0, pass_after_new_events=10, new_event_poll_period_s=0.1)
+    stored_results(probe, 10)
+    probe.wait_fact(lambda f: f.key == KEY and f.n_observations == 10, timeout=20)
+
+
+def test_explain_service_shows_support_and_consultations(probe, start_stack):
+    start_stack(period_s=0.3)
+    stored_results(probe, 12)
+    fact = probe.wait_fact(lambda f: f.key == KEY and f.n_observations == 12)
+    answer = probe.grounding.query("manipulation.grasp", "glass_cup", "sim_relaxed",
+                                   intent_id="place-cup-7")
+    assert answer.ok
+
+    def explained():
+        response = probe.call(ExplainFact, "explain", ExplainFact.Request(fact_id=fact.fact_id))
+        return response if "place-cup-7" in response.explanation_text else None
+    response = wait_until(explained, 15, "the consultation in the explanation")
+    assert response.found and response.fact.key == KEY
+    assert "supported by 12 execution results: 9 successes, 3 failures" in \
+        response.explanation_text
+
+    missing = probe.call(ExplainFact, "explain",
+                         ExplainFact.Request(kind="skill_success_rate", key="nothing"))
+    assert not missing.found and "no fact" in missing.reason

@@ -1,0 +1,18 @@
+# The two commands of the README: `make run` and `make test` (both set up first).
+SHELL := /bin/bash
+.PHONY: setup run test bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+run: setup
+	@source scripts/env.sh && robot-memory demo
+
+test: setup
+	@source scripts/env.sh && python -m pytest
+
+bench: setup
+	@source scripts/env.sh && python -m bench.run_all
+
+clean:
+	rm -rf .venv .ros_ws .ros_ws.build.log

@@ -86,20 +86,33 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+def _describe(fact, value: dict) -> list[str]:
+    """The parts of one fact a planner's prompt needs, by kind."""
+    if fact.kind == "skill_success_rate":
+        return [f"recommended_{kv.key} = {_number(kv.value)}"
+                for kv in fact.recommended_parameters] + [f"success_rate = {value['rate']:.2f}"]
+    if fact.kind == "interaction_pattern":
+        bands = [f"{name} {_number(band['q1'])}-{_number(band['q3'])}"
+                 for name, band in value["failure_parameters"].items()]
+        return [f"fails by {value['failure_reason']} in {value['share_of_failures']:.0%} of "
+                "failures" + (f" (at {', '.join(bands)})" if bands else "")]
+    if fact.kind == "object_property":
+        return [f"{value['property']} = {_number(value['band']['median'])} (median)"]
+    if fact.kind == "zone_risk":
+        return [f"failure_rate = {value['failure_rate']:.2f}"]
+    return []
+
+
 def format_grounding_block(facts) -> str:
-    """The seed's prompt grounding block, one line per fact:
-    'known facts for this robot: grasp + glass_cup + sim_relaxed: recommended_force_n = 25,
-    confidence = 0.83, n_observations = 15'."""
+    """The seed's prompt grounding block, one entry per fact, e.g.
+    'known facts for this robot: manipulation.grasp + glass_cup + sim_relaxed:
+    recommended_force_n = 25, success_rate = 0.75, confidence = 0.61, n_observations = 16'."""
     if not facts:
         return "known facts for this robot: none"
-    lines = []
+    entries = []
     for fact in facts:
-        parts = [f"recommended_{kv.key} = {_number(kv.value)}"
-                 for kv in fact.recommended_parameters]
-        value = json.loads(fact.value_json)
-        if "rate" in value:
-            parts.append(f"success_rate = {value['rate']:.2f}")
+        parts = _describe(fact, json.loads(fact.value_json))
         parts += [f"confidence = {fact.confidence:.2f}",
                   f"n_observations = {fact.n_observations}"]
-        lines.append(f"{fact.key}: " + ", ".join(parts))
-    return "known facts for this robot: " + "; ".join(lines)
+        entries.append(f"{fact.key}: " + ", ".join(parts))
+    return "known facts for this robot: " + "; ".join(entries)

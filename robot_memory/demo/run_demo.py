@@ -137,7 +137,12 @@ def run_demo(db_url: str = "", period_s: float = 2.0, keep: bool = False) -> int
         _say(f"[demo] manifest_verifier: VERIFIED {planner.identity.computed_hash}")
         _wait(lambda: planner.grounding.wait_for_service(0.1), 60, "the 'ground' service")
 
-        before = planner.grounding.query(SKILL, TARGET, ENVIRONMENT, intent_id="demo-before")
+        # A planner treats IDENTITY_UNVERIFIED as "memory not ready yet" and asks again.
+        ready = []
+        _wait(lambda: ready.append(planner.grounding.query(SKILL, TARGET, ENVIRONMENT,
+                                                           intent_id="demo-before"))
+              or ready[-1].status != "IDENTITY_UNVERIFIED", 60, "the memory nodes to activate")
+        before = ready[-1]
         _say(f"[demo] planner asks before any experience: {before.status} "
              f"({before.reason_code}: {before.reason})")
         ok &= before.status == "ABSTAIN"

@@ -82,7 +82,7 @@ class GroundingServer(Node):
         response.consultation_id = uuid.uuid4().hex
         if index is None:
             answer = GroundingAnswer(IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
-                                     self.gate.reason)
+                                     self.gate.reason or "activating")
         else:
             answer = index.lookup(grounding_request_from_msg(request))
             response.identity_hash = index.identity_hash

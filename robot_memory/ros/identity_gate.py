@@ -46,9 +46,10 @@ class IdentityGate:
                 self._revoke(f"identity changed while running ({state})")
                 return
             self.identity_hash = msg.computed_hash
+            self.reason = f"activating for verified identity {msg.computed_hash}"
+            self._on_verified(msg.computed_hash)
             self.reason = ""
             log.info(f"identity VERIFIED {msg.computed_hash}: active")
-            self._on_verified(msg.computed_hash)
             return
         self.reason = f"identity {state}: {msg.reason}"
         log.error(f"refusing to write or serve: {self.reason}")

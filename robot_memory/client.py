@@ -66,7 +66,9 @@ class GroundingClient:
 
     def query(self, skill_id: str, target_class: str = "", environment: str = "",
               **kwargs) -> GroundingResult:
-        if not self._client.service_is_ready():
+        # Not yet discovered (just started) is not unavailable: wait within the timeout.
+        if not self._client.service_is_ready() and \
+                not self._client.wait_for_service(timeout_sec=self.timeout_s):
             return GroundingResult("UNAVAILABLE", REASON_UNAVAILABLE,
                                    f"service {self._client.srv_name} is not available")
         future = self.query_async(skill_id, target_class, environment, **kwargs)

@@ -75,40 +75,64 @@ def _rank(fact: FactRow) -> tuple:
     return (-fact.confidence, fact.kind, fact.key)
 
 
-def _context_keys(fact: FactRow) -> list[tuple[str, str]]:
-    """Where a fact without a skill applies: its target, zone or environment."""
+def _index_keys(fact: FactRow) -> list[tuple[str, str, str]]:
+    """The index lists a fact belongs to."""
     value = fact.value
+    skill = value.get("skill_id")
+    if skill:
+        return [("skill", skill, ""), ("skill_target", skill, value.get("target_class", ""))]
     if fact.kind == "object_property":
-        return [("target_class", value["target_class"])]
+        return [("target_class", value["target_class"], "")]
     if fact.kind == "zone_risk":
-        return [(value["scope"], value[value["scope"]])]
+        return [(value["scope"], value[value["scope"]], "")]
     return []
 
 
 class GroundingIndex:
-    """Facts of one identity, indexed by skill (and, for facts about objects and places,
-    by target, zone and environment), so a lookup touches only the facts it could return."""
+    """Facts of one identity, pre-sorted by rank and indexed by skill, by skill + target,
+    and (for facts about objects and places) by target, zone and environment, so a lookup
+    touches only the few facts it could return. Immutable: changes make a new index."""
 
     def __init__(self, identity_hash: str, facts: Iterable[FactRow]):
         self.identity_hash = identity_hash
-        self._by_skill: dict[str, list[FactRow]] = {}
-        self._by_context: dict[tuple[str, str], list[FactRow]] = {}
-        self.size = 0
-        for fact in facts:
-            skill = fact.value.get("skill_id")
-            if skill:
-                self._by_skill.setdefault(skill, []).append(fact)
-            for context in _context_keys(fact):
-                self._by_context.setdefault(context, []).append(fact)
-            self.size += 1
+        self.facts: dict[tuple[str, str], FactRow] = {(f.kind, f.key): f for f in facts}
+        self.size = len(self.facts)
+        self._lists: dict[tuple[str, str, str], list[FactRow]] = {}
+        for fact in self.facts.values():
+            for index_key in _index_keys(fact):
+                self._lists.setdefault(index_key, []).append(fact)
+        for facts_of_key in self._lists.values():
+            facts_of_key.sort(key=_rank)
+
+    def with_changes(self, changed: Iterable[FactRow]) -> "GroundingIndex":
+        """A new index with these facts added or replaced; only the lists they are in are
+        rebuilt, and this index is left as it is (readers holding it are unaffected)."""
+        changed = {(f.kind, f.key): f for f in changed}
+        new = object.__new__(GroundingIndex)
+        new.identity_hash = self.identity_hash
+        new.facts = {**self.facts, **changed}
+        new.size = len(new.facts)
+        new._lists = dict(self._lists)
+        touched = {k for f in changed.values() for k in _index_keys(f)}
+        touched |= {k for key in changed if key in self.facts
+                    for k in _index_keys(self.facts[key])}
+        for index_key in touched:
+            kept = [f for f in self._lists.get(index_key, ()) if (f.kind, f.key) not in changed]
+            kept += [f for f in changed.values() if index_key in _index_keys(f)]
+            new._lists[index_key] = sorted(kept, key=_rank)
+        return new
 
     def _candidates(self, req: GroundingRequest) -> list[FactRow]:
-        found = list(self._by_skill.get(req.skill_id, ()))
-        for context in (("target_class", req.target_class), ("zone", req.zone),
-                        ("environment", req.environment)):
-            if context[1]:
-                found += self._by_context.get(context, ())
-        return sorted(found, key=_rank)
+        lists = [self._lists.get(("skill_target", req.skill_id, req.target_class), ())
+                 if req.target_class else self._lists.get(("skill", req.skill_id, ""), ())]
+        for context in ("target_class", "zone", "environment"):
+            value = getattr(req, context)
+            if value:
+                lists.append(self._lists.get((context, value, ""), ()))
+        lists = [found for found in lists if found]
+        if len(lists) == 1:
+            return lists[0]
+        return sorted((f for found in lists for f in found), key=_rank)
 
     def lookup(self, req: GroundingRequest) -> GroundingAnswer:
         problem = validate_request(req)

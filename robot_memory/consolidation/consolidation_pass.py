@@ -55,6 +55,8 @@ class PassReport:
     changes: list[FactChange] = field(default_factory=list)
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     run_event_id: int | None = None
+    # events.id of the run this pass builds on (0 before any): a delta follows it.
+    previous_run_event_id: int = 0
     duration_s: float = 0.0
     applied: bool = False
 
@@ -120,12 +122,19 @@ class Folder:
         return RULES_BY_KIND[gid[0]].render(gid[1], self.states[gid], self.config)
 
 
-def checkpoint(partition: Partition, conn: Connection) -> tuple[int, int]:
-    """(seq of the last consolidation_run event, last seq it processed); (0, 0) before any."""
+def checkpoint(partition: Partition, conn: Connection) -> tuple[int, int, int]:
+    """(seq and id of the last consolidation_run event, last seq it processed);
+    zeros before any pass."""
     run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
     if run is None:
-        return 0, 0
-    return run.seq, int(run.payload["last_seq"])
+        return 0, 0, 0
+    return run.seq, run.id, int(run.payload["last_seq"])
+
+
+def latest_run_id(partition: Partition, conn: Connection) -> int:
+    """events.id of the newest consolidation_run (0 before any): the facts' version."""
+    run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
+    return run.id if run else 0
 
 
 def _state_loader(partition: Partition, conn: Connection):
@@ -165,7 +174,7 @@ def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig()
     started = time.perf_counter()
     report = PassReport(partition.identity_hash)
     with partition.store.read() as conn:
-        run_seq, done_seq = checkpoint(partition, conn)
+        run_seq, report.previous_run_event_id, done_seq = checkpoint(partition, conn)
         until = partition.head()[0]
         if max_events is not None:
             until = min(until, done_seq + max_events)
@@ -185,16 +194,17 @@ def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig()
             report.last_seq = done_seq
             report.duration_s = time.perf_counter() - started
             return report
-        existing = {(f.kind, f.key): f for f in partition.facts(conn=conn)}
+        rendered = [fact for gid in sorted(folder.states) for fact in folder.render(gid)]
+        existing = {(f.kind, f.key): f for f in partition.facts_by_key(
+            {(f.kind, f.key) for f in rendered}, conn)}
 
     last_stamp = seen["last_stamp"]
-    for gid in sorted(folder.states):
-        for fact in folder.render(gid):
-            old = existing.get((fact.kind, fact.key))
-            if old is not None and old.status == STATUS_INVALIDATED:
-                continue  # an operator's invalidation outranks new evidence
-            if old is None or not _same(old, fact):
-                report.changes.append(FactChange(fact.kind, fact.key, old, fact))
+    for fact in rendered:
+        old = existing.get((fact.kind, fact.key))
+        if old is not None and old.status == STATUS_INVALIDATED:
+            continue  # an operator's invalidation outranks new evidence
+        if old is None or not _same(old, fact):
+            report.changes.append(FactChange(fact.kind, fact.key, old, fact))
     report.facts_touched = len(report.changes)
     report.conflicts = [c for c in map(_conflict_event, report.changes) if c]
 

@@ -17,7 +17,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
-from robot_memory.consolidation.consolidation_pass import checkpoint
+from robot_memory.consolidation.consolidation_pass import checkpoint, latest_run_id
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_to_msg
@@ -53,6 +53,7 @@ class Consolidator(Node):
 
     def _activate(self, identity_hash: str) -> None:
         self.partition = MemoryStore(self.params["database_url"]).partition(identity_hash)
+        self._load_snapshot()
         self.publish_snapshot()
         self.create_timer(self.params["period_s"], self.on_pass_timer)
         self.get_logger().info(f"consolidating every {self.params['period_s']} s "
@@ -66,7 +67,7 @@ class Consolidator(Node):
         if self.partition is None:
             return
         with self.partition.store.read() as conn:
-            waiting = self.partition.head()[0] - checkpoint(self.partition, conn)[1]
+            waiting = self.partition.head()[0] - checkpoint(self.partition, conn)[2]
         if waiting >= self.params["pass_after_new_events"]:
             self.run_pass()
 
@@ -110,20 +111,39 @@ class Consolidator(Node):
             self.get_logger().warning(
                 f"{conflict['event_kind']}: {conflict['fact_kind']} [{conflict['fact_key']}] "
                 f"{conflict['status']['from']} -> {conflict['status']['to']}")
-        if report.changes:
-            changed = {(c.kind, c.key) for c in report.changes}
-            facts = self.publish_snapshot()
-            self._publish(self.delta_publisher, [f for f in facts if (f.kind, f.key) in changed])
+        self._publish_pass(report)
         return report
 
-    def publish_snapshot(self):
-        facts = self.partition.facts()
-        self._publish(self.facts_publisher, facts)
-        return facts
+    def _load_snapshot(self) -> None:
+        """Messages for every fact, kept so a pass only converts the facts it changed."""
+        with self.partition.store.read() as conn:
+            run = latest_run_id(self.partition, conn)
+            self._fact_msgs = {(f.kind, f.key): fact_to_msg(f)
+                               for f in self.partition.facts(conn=conn)}
+        self._run_event_id = run
 
-    def _publish(self, publisher, facts) -> None:
-        msg = SemanticFactArray(identity_hash=self.partition.identity_hash,
-                                facts=[fact_to_msg(f) for f in facts])
+    def publish_snapshot(self) -> None:
+        self._publish(self.facts_publisher, list(self._fact_msgs.values()), self._run_event_id)
+
+    def _publish_pass(self, report) -> None:
+        """After a pass: refresh the changed facts, publish the delta, then the snapshot."""
+        previous = report.previous_run_event_id
+        if previous != self._run_event_id:  # another process ran a pass in between
+            self._load_snapshot()
+        with self.partition.store.read() as conn:
+            changed = self.partition.facts_by_key({(c.kind, c.key) for c in report.changes},
+                                                  conn)
+        delta = [fact_to_msg(f) for f in changed]
+        for msg in delta:
+            self._fact_msgs[(msg.kind, msg.key)] = msg
+        self._run_event_id = report.run_event_id
+        self._publish(self.delta_publisher, delta, self._run_event_id, previous)
+        self.publish_snapshot()
+
+    def _publish(self, publisher, fact_msgs, run_event_id: int, previous: int = 0) -> None:
+        msg = SemanticFactArray(identity_hash=self.partition.identity_hash, facts=fact_msgs,
+                                run_event_id=run_event_id or 0,
+                                previous_run_event_id=previous or 0)
         msg.header.stamp = self.get_clock().now().to_msg()
         publisher.publish(msg)
 

@@ -1,9 +1,10 @@
 """grounding_server: the planner-facing `ground` service (GroundingQuery), read-only.
 
 Answers from an in-memory GroundingIndex: loaded from the store when the identity is
-verified, then rebuilt from each latched `facts` snapshot the consolidator publishes
-and swapped in with one assignment. No database query happens on the request path;
-every answer's consultation is audited through a background writer.
+verified, then patched with each pass's `facts_delta` and swapped in with one
+assignment. A delta that does not follow the run the index reflects means one was
+missed: the index is reloaded from the store (off the request path). No database query
+happens on the request path; every consultation is audited by a background writer.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rclpy.node import Node
 
 from robot_memory.audit import AuditWriter
 from robot_memory.canonical import canonical_json
+from robot_memory.consolidation.consolidation_pass import latest_run_id
 from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory.grounding import (IDENTITY_UNVERIFIED, OK, REASON_IDENTITY_UNVERIFIED,
                                     GroundingAnswer, GroundingIndex)
@@ -28,7 +30,7 @@ from robot_memory.ros.diagnostics import OK as DIAG_OK
 from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
 from robot_memory.ros.identity_gate import IdentityGate
 from robot_memory.ros.params import declare_parameters
-from robot_memory.ros.qos import FACTS_QOS
+from robot_memory.ros.qos import FACTS_DELTA_QOS
 from robot_memory.explain import FactNotFound, explain_fact, find_fact, format_explanation
 from robot_memory.srv import ExplainFact, GroundingQuery
 from robot_memory.store import MemoryStore, NewEvent
@@ -41,6 +43,8 @@ class GroundingServer(Node):
         self.params = declare_parameters(self, "grounding_server")
         self.index: GroundingIndex | None = None
         self.partition = None
+        self.run_event_id = 0
+        self.reloads = 0
         self.audit: AuditWriter | None = None
         self.answers = 0
         # Requests never wait for an index rebuild: separate groups, multi-threaded executor.
@@ -62,20 +66,34 @@ class GroundingServer(Node):
         self.partition = partition
         self.audit = AuditWriter(partition, self.params["audit_queue_size"],
                                  self.params["audit_flush_period_s"])
-        self.index = GroundingIndex(identity_hash, partition.facts())
-        self.create_subscription(SemanticFactArray, "facts", self.on_facts_snapshot, FACTS_QOS,
-                                 callback_group=self._refresh_group)
+        self._reload()
+        self.create_subscription(SemanticFactArray, "facts_delta", self.on_facts_delta,
+                                 FACTS_DELTA_QOS, callback_group=self._refresh_group)
         self.get_logger().info(f"serving 'ground' from {self.index.size} facts")
 
     def _deactivate(self) -> None:
         self.index = None
 
-    def on_facts_snapshot(self, msg: SemanticFactArray) -> None:
+    def _reload(self) -> None:
+        with self.partition.store.read() as conn:
+            self.run_event_id = latest_run_id(self.partition, conn)
+            facts = self.partition.facts(conn=conn)
+        self.index = GroundingIndex(self.partition.identity_hash, facts)
+        self.reloads += 1
+
+    def on_facts_delta(self, msg: SemanticFactArray) -> None:
         current = self.index
         if current is None or msg.identity_hash != current.identity_hash:
             return
-        self.index = GroundingIndex(current.identity_hash, [fact_from_msg(f) for f in msg.facts])
-        self.get_logger().debug(f"index swapped: {self.index.size} facts")
+        if msg.run_event_id <= self.run_event_id:
+            return  # already reflected (e.g. loaded from the store after this pass)
+        if msg.previous_run_event_id != self.run_event_id:
+            self.get_logger().warning(f"missed a facts delta (have run {self.run_event_id}, "
+                                      f"delta follows {msg.previous_run_event_id}); reloading")
+            self._reload()
+            return
+        self.index = current.with_changes(fact_from_msg(f) for f in msg.facts)
+        self.run_event_id = msg.run_event_id
 
     def on_ground_request(self, request, response):
         index = self.index  # one read: the whole answer comes from one snapshot
@@ -122,7 +140,8 @@ class GroundingServer(Node):
 
     def _publish_diagnostics(self) -> None:
         values = {"answers": self.answers, "identity_hash": self.gate.identity_hash or "",
-                  "index_facts": self.index.size if self.index else 0}
+                  "index_facts": self.index.size if self.index else 0,
+                  "index_run_event_id": self.run_event_id, "index_reloads": self.reloads}
         if self.audit is not None:
             values.update({"audit_written": self.audit.written, "audit_queue": self.audit.depth,
                            "audit_overflowed": self.audit.overflowed})

@@ -238,6 +238,22 @@ class Partition:
         return _event_from_row(row) if row else None
 
     # -- semantic facts ---------------------------------------------------------------
+    def facts_by_key(self, keys: set[tuple[str, str]], conn: Connection) -> list[FactRow]:
+        """Only the facts with these (kind, key): a pass compares what it touched, not
+        the whole table."""
+        found: list[FactRow] = []
+        by_kind: dict[str, list[str]] = {}
+        for kind, key in keys:
+            by_kind.setdefault(kind, []).append(key)
+        for kind, kind_keys in sorted(by_kind.items()):
+            for start in range(0, len(kind_keys), 500):  # stay under bind-parameter limits
+                query = select(semantic_facts).where(
+                    semantic_facts.c.identity_hash == self.identity_hash,
+                    semantic_facts.c.fact_kind == kind,
+                    semantic_facts.c.fact_key.in_(sorted(kind_keys)[start:start + 500]))
+                found += [fact_from_row(r) for r in conn.execute(query)]
+        return found
+
     def facts(self, conn: Connection | None = None) -> list[FactRow]:
         query = (select(semantic_facts)
                  .where(semantic_facts.c.identity_hash == self.identity_hash)

@@ -62,3 +62,22 @@ def test_abstains_with_a_reason_a_planner_can_branch_on(index, request_, code):
 def test_invalid_requests_name_the_field(index, request_, field):
     answer = index.lookup(request_)
     assert answer.status == INVALID_REQUEST and answer.reason.startswith(field)
+
+
+def test_with_changes_equals_a_rebuild_and_leaves_the_old_index_alone(db_url):
+    part = MemoryStore(db_url).partition(IDENT)
+    part.append_many([result(i, target=f"t{i % 3}", success=i % 4 != 0) for i in range(30)])
+    consolidation_pass(part)
+    old = GroundingIndex(IDENT, part.facts())
+    before = old.lookup(GroundingRequest("manipulation.grasp", "t1"))
+    part.append_many([result(100 + i, target="t1", success=False) for i in range(10)]
+                     + [result(200 + i, target="t9") for i in range(5)])
+    report = consolidation_pass(part)
+    changed = [f for f in part.facts() if (f.kind, f.key) in
+               {(c.kind, c.key) for c in report.changes}]
+    patched = old.with_changes(changed)
+    rebuilt = GroundingIndex(IDENT, part.facts())
+    for target in ("t0", "t1", "t9", ""):
+        request = GroundingRequest("manipulation.grasp", target)
+        assert patched.lookup(request) == rebuilt.lookup(request)
+    assert old.lookup(GroundingRequest("manipulation.grasp", "t1")) == before

@@ -71,3 +71,28 @@ def test_explain_service_shows_support_and_consultations(probe, start_stack):
     missing = probe.call(ExplainFact, "explain",
                          ExplainFact.Request(kind="skill_success_rate", key="nothing"))
     assert not missing.found and "no fact" in missing.reason
+
+
+def test_grounding_catches_up_after_a_pass_run_outside_the_node(probe, start_stack, db_url,
+                                                                certified_hash):
+    """A pass the node did not run (the CLI's) breaks the delta chain: the server must
+    notice at the next delta and reload, not serve without that pass's facts."""
+    import subprocess
+    import sys
+    start_stack(period_s=3600.0, pass_after_new_events=0)
+    stored_results(probe, 6)
+    cli = [sys.executable, "-m", "robot_memory.cli", "consolidate", "--apply", "--db", db_url,
+           "--identity", certified_hash]
+    wait_until(lambda: "read 6 events" in subprocess.run(cli, capture_output=True,
+                                                         text=True).stdout, 20,
+               "the CLI pass over 6 stored results")
+    for i in range(4):
+        probe.publish_result(stamp_s=100 + i, target_class="mug")
+    wait_until(lambda: probe.call(Consolidate, "consolidate",
+                                  Consolidate.Request(dry_run=False)).events_read == 4,
+               20, "the node's pass over the mug results")
+    for target, n in (("glass_cup", 6), ("mug", 4)):
+        answer = wait_until(lambda t=target: (a := probe.grounding.query(
+            "manipulation.grasp", t, "sim_relaxed", fact_kinds=["skill_success_rate"])).ok
+            and a, 10, f"grounding on {target}")
+        assert answer.facts[0].n_observations == n

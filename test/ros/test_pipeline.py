@@ -26,7 +26,9 @@ def test_results_become_facts_the_planner_can_ground_on(probe, start_stack, mani
     assert status.state == IdentityStatus.VERIFIED and status.computed_hash == certified_hash
     assert probe.grounding.wait_for_service(30)
 
-    before = probe.grounding.query("manipulation.grasp", "glass_cup", "sim_relaxed")
+    before = wait_until(lambda: (r := probe.grounding.query(
+        "manipulation.grasp", "glass_cup", "sim_relaxed")).status != "IDENTITY_UNVERIFIED" and r,
+        20, "the grounding server to activate")
     assert (before.status, before.reason_code) == ("ABSTAIN", "no_fact")
     assert before.identity_hash == certified_hash and before.consultation_id
 

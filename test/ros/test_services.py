@@ -56,9 +56,9 @@ def test_explain_service_shows_support_and_consultations(probe, start_stack):
     start_stack(period_s=0.3)
     stored_results(probe, 12)
     fact = probe.wait_fact(lambda f: f.key == KEY and f.n_observations == 12)
-    answer = probe.grounding.query("manipulation.grasp", "glass_cup", "sim_relaxed",
-                                   intent_id="place-cup-7")
-    assert answer.ok
+    wait_until(lambda: probe.grounding.query("manipulation.grasp", "glass_cup", "sim_relaxed",
+                                             intent_id="place-cup-7").ok, 20,
+               "grounding to serve the fact")
 
     def explained():
         response = probe.call(ExplainFact, "explain", ExplainFact.Request(fact_id=fact.fact_id))

@@ -74,3 +74,17 @@ def test_identity_hash_is_unchanged_across_many_passes(probe, start_stack, manif
         assert load_manifest(manifest_file).identity_hash() == certified_hash
     runs = MemoryStore(db_url).partition(certified_hash).count_events(CONSOLIDATION_RUN)
     assert runs >= 3
+
+
+def test_consultations_are_flushed_when_the_server_stops(probe, start_stack, certified_hash,
+                                                         db_url):
+    stack = start_stack(audit_flush_period_s=60.0)  # only the shutdown flush can write them
+    probe.wait_identity()
+    wait_until(lambda: probe.grounding.query("manipulation.grasp").status != "IDENTITY_UNVERIFIED",
+               20, "the grounding server to activate")
+    ids = {probe.grounding.query("manipulation.grasp", intent_id=f"i{i}").consultation_id
+           for i in range(5)}
+    stack.stop()
+    part = MemoryStore(db_url).partition(certified_hash)
+    stored = {e.payload["consultation_id"] for e in part.events(["fact_consultation"])}
+    assert ids <= stored

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, func, insert, select, update
 
 from robot_memory.canonical import canonical_json, sha256_hex
 from robot_memory.store.engine import create_store_engine
+from robot_memory.store.guards import install_append_only_guards
 from robot_memory.store.schema import (GENESIS_HASH, SCHEMA_VERSION, chain_heads, events,
                                        metadata, semantic_facts, store_info)
 
@@ -84,6 +85,7 @@ class MemoryStore:
         self._writer = self.engine.execution_options(write=True)
         with self.write() as conn:
             metadata.create_all(conn)
+            install_append_only_guards(conn)
             version = conn.execute(select(store_info.c.value).where(
                 store_info.c.key == "schema_version")).scalar()
             if version is None:

@@ -1,5 +1,7 @@
 import sqlite3
 
+import pytest
+
 from robot_memory.store import MemoryStore, NewEvent, verify_chain
 
 A, B = "a" * 64, "b" * 64
@@ -30,10 +32,31 @@ def _raw(db_url):
     return sqlite3.connect(db_url.removeprefix("sqlite:///"))
 
 
+def _bypassing_guards(db_url):
+    """A raw connection with the append-only triggers dropped: how an attacker or a
+    broken tool would have to edit the log (MemoryStore recreates them on open)."""
+    conn = _raw(db_url)
+    conn.execute("DROP TRIGGER IF EXISTS events_refuse_update")
+    conn.execute("DROP TRIGGER IF EXISTS events_refuse_delete")
+    return conn
+
+
+@pytest.mark.parametrize("statement", ["UPDATE events SET payload_json='{}' WHERE seq=1",
+                                       "DELETE FROM events WHERE seq=1",
+                                       "DELETE FROM events"])
+def test_the_database_refuses_to_rewrite_the_log(db_url, statement):
+    part = MemoryStore(db_url).partition(A)
+    part.append_many([NewEvent("k", {"i": i}, i) for i in range(3)])
+    with _raw(db_url) as conn, pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        conn.execute(statement)
+    assert [e.payload["i"] for e in part.events()] == [0, 1, 2]
+    assert verify_chain(part).ok
+
+
 def test_verify_names_the_first_edited_event(db_url):
     part = MemoryStore(db_url).partition(A)
     part.append_many([NewEvent("k", {"i": i}, i) for i in range(5)])
-    with _raw(db_url) as conn:
+    with _bypassing_guards(db_url) as conn:
         conn.execute("UPDATE events SET payload_json='{\"i\":99}' WHERE seq=3")
     report = verify_chain(part)
     assert not report.ok and report.bad_seq == 3
@@ -43,11 +66,11 @@ def test_verify_names_the_first_edited_event(db_url):
 def test_verify_detects_deleted_and_truncated_events(db_url):
     part = MemoryStore(db_url).partition(A)
     part.append_many([NewEvent("k", {"i": i}, i) for i in range(5)])
-    with _raw(db_url) as conn:
+    with _bypassing_guards(db_url) as conn:
         conn.execute("DELETE FROM events WHERE seq=5")
     report = verify_chain(part)
     assert not report.ok and "truncated" in report.reason
-    with _raw(db_url) as conn:
+    with _bypassing_guards(db_url) as conn:
         conn.execute("DELETE FROM events WHERE seq=2")
     report = verify_chain(part)
     assert not report.ok and report.bad_seq == 3

@@ -9,7 +9,7 @@ passes gives the same state (and so the same facts, byte for byte).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 RULE_VERSION = "v1.0"
@@ -49,9 +49,8 @@ class RulesConfig:
     # ... needs at least this many observations on each side ...
     contest_min_observations: int = 5
     # ... and a two-proportion z statistic at least this large (|z| >= 3: p < 0.003).
+    # (v1 applies the test to the rate kinds: skill_success_rate and zone_risk.)
     contest_z: float = 3.0
-    # Kinds the contradiction test applies to (rates only in v1).
-    contestable: tuple[str, ...] = field(default=("skill_success_rate", "zone_risk"))
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> "RulesConfig":

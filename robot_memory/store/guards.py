@@ -1,0 +1,36 @@
+"""Append-only, enforced by the database itself: UPDATE and DELETE (and, on PostgreSQL,
+TRUNCATE) of the episodic log fail, whoever issues them. The code never tries; this is
+what stops a script, a console or a bug from rewriting history."""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection
+
+REFUSAL = "robot_memory: the episodic log is append-only"
+
+_SQLITE = [
+    f"""CREATE TRIGGER IF NOT EXISTS events_refuse_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, '{REFUSAL} (UPDATE refused)'); END""",
+    f"""CREATE TRIGGER IF NOT EXISTS events_refuse_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, '{REFUSAL} (DELETE refused)'); END""",
+]
+
+_POSTGRESQL = [
+    f"""CREATE OR REPLACE FUNCTION robot_memory_refuse_change() RETURNS trigger AS $$
+        BEGIN RAISE EXCEPTION '{REFUSAL} (% refused)', TG_OP; END; $$ LANGUAGE plpgsql""",
+    "DROP TRIGGER IF EXISTS events_refuse_change ON events",
+    """CREATE TRIGGER events_refuse_change BEFORE UPDATE OR DELETE ON events
+        FOR EACH ROW EXECUTE FUNCTION robot_memory_refuse_change()""",
+    "DROP TRIGGER IF EXISTS events_refuse_truncate ON events",
+    """CREATE TRIGGER events_refuse_truncate BEFORE TRUNCATE ON events
+        FOR EACH STATEMENT EXECUTE FUNCTION robot_memory_refuse_change()""",
+]
+
+
+def install_append_only_guards(conn: Connection) -> None:
+    """Create the triggers (idempotent) for this connection's dialect."""
+    statements = {"sqlite": _SQLITE, "postgresql": _POSTGRESQL}.get(conn.dialect.name)
+    if statements is None:
+        raise NotImplementedError(f"no append-only guard for {conn.dialect.name}")
+    for statement in statements:
+        conn.exec_driver_sql(statement)

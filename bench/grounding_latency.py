@@ -74,10 +74,13 @@ def measure(requests: int, targets: int) -> tuple[dict, dict, dict]:
                                      intent_id="bench")
     deadline = time.monotonic() + 120
     while True:  # the server answers IDENTITY_UNVERIFIED until it has loaded the facts
+        if time.monotonic() > deadline:
+            raise TimeoutError("ground never answered OK within 120 s")
         future = ground.call_async(request)
-        while not future.done():
+        waited = time.monotonic() + 5
+        while not future.done() and time.monotonic() < waited:
             time.sleep(0.01)
-        if future.result().status == GroundingQuery.Response.OK or time.monotonic() > deadline:
+        if future.done() and future.result().status == GroundingQuery.Response.OK:
             break
         time.sleep(0.2)
     status = future.result().status

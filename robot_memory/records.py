@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from robot_memory.privacy import find_sensitive
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")
@@ -110,8 +111,15 @@ def _check_finite(data: dict[str, Any]) -> None:
 
 
 def validate_record(data: dict[str, Any]) -> ExecutionRecord:
-    """Build a record from plain data, or raise InvalidRecord for the first bad field."""
+    """Build a record from plain data, or raise InvalidRecord for the first bad field.
+    Secrets and personal data are refused here too (reason privacy_<category>); the
+    detail names the field and the category, never the value."""
     _check_finite(data)
+    finding = find_sensitive(data)
+    if finding is not None:
+        raise InvalidRecord(finding.field, f"privacy_{finding.category}",
+                            f"looks like {finding.category.replace('_', ' ')}; refused at the "
+                            "privacy boundary")
     try:
         return ExecutionRecord.model_validate(data)
     except ValidationError as exc:

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND,
@@ -234,19 +234,21 @@ def _run_payload(report: PassReport) -> dict[str, Any]:
 
 def _write_states(partition: Partition, conn: Connection, folder: Folder) -> None:
     ident = partition.identity_hash
-    new_rows = []
+    new_rows, changed_rows = [], []
     for (kind, group), state in sorted(folder.states.items()):
-        text = canonical_json(state)
-        if (kind, group) in folder.stored:
-            conn.execute(update(consolidation_state).where(
-                consolidation_state.c.identity_hash == ident,
-                consolidation_state.c.fact_kind == kind,
-                consolidation_state.c.fact_key == group).values(state_json=text))
-        else:
-            new_rows.append({"identity_hash": ident, "fact_kind": kind, "fact_key": group,
-                             "state_json": text})
+        row = {"identity_hash": ident, "fact_kind": kind, "fact_key": group,
+               "state_json": canonical_json(state)}
+        (changed_rows if (kind, group) in folder.stored else new_rows).append(row)
     if new_rows:
         conn.execute(insert(consolidation_state), new_rows)
+    if changed_rows:  # one executemany, not a statement per row
+        conn.execute(update(consolidation_state).where(
+            consolidation_state.c.identity_hash == bindparam("b_identity"),
+            consolidation_state.c.fact_kind == bindparam("b_kind"),
+            consolidation_state.c.fact_key == bindparam("b_key"))
+            .values(state_json=bindparam("b_state")),
+            [{"b_identity": r["identity_hash"], "b_kind": r["fact_kind"],
+              "b_key": r["fact_key"], "b_state": r["state_json"]} for r in changed_rows])
 
 
 def _fact_values(fact: RenderedFact) -> dict[str, Any]:
@@ -263,10 +265,12 @@ def _write_facts(partition: Partition, conn: Connection, changes: list[FactChang
                  **_fact_values(c.new)} for c in changes if c.old is None]
     if new_rows:
         conn.execute(insert(semantic_facts), new_rows)
-    for change in changes:
-        if change.old is not None:
-            conn.execute(update(semantic_facts).where(
-                semantic_facts.c.id == change.old.id).values(**_fact_values(change.new)))
+    updates = [{"b_id": c.old.id, **{f"b_{k}": v for k, v in _fact_values(c.new).items()}}
+               for c in changes if c.old is not None]
+    if updates:
+        columns = _fact_values(changes[0].new).keys()
+        conn.execute(update(semantic_facts).where(semantic_facts.c.id == bindparam("b_id"))
+                     .values({name: bindparam(f"b_{name}") for name in columns}), updates)
 
 
 def snapshot_entry(kind, key, status, confidence, n, rule_version, updated_ns, value):

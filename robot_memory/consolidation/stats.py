@@ -23,13 +23,17 @@ def multiset_merge(into: Multiset, other: Multiset) -> None:
         into[key] = into.get(key, 0) + count
 
 
-def _sorted_items(bag: Multiset) -> list[tuple[Fraction, int]]:
-    return sorted((Fraction(float(k)), c) for k, c in bag.items() if c > 0)
+def _sorted_items(bag: Multiset) -> list[tuple[float, int]]:
+    # Floats compare exactly; Fractions are only needed to interpolate (see _quantile).
+    return sorted((float(k), c) for k, c in bag.items() if c > 0)
 
 
 def quantile(bag: Multiset, p: float) -> float:
     """Linear-interpolation quantile (numpy's default), computed exactly."""
-    items = _sorted_items(bag)
+    return _quantile(_sorted_items(bag), p)
+
+
+def _quantile(items: list[tuple[float, int]], p: float) -> float:
     n = sum(c for _, c in items)
     if n == 0:
         raise ValueError("quantile of an empty multiset")
@@ -37,7 +41,7 @@ def quantile(bag: Multiset, p: float) -> float:
     low_index = math.floor(position)
     frac = position - low_index
 
-    def nth(index: int) -> Fraction:
+    def nth(index: int) -> float:
         seen = 0
         for value, count in items:
             seen += count
@@ -47,19 +51,22 @@ def quantile(bag: Multiset, p: float) -> float:
 
     low = nth(low_index)
     high = nth(min(low_index + 1, n - 1))
-    return float(low + (high - low) * frac)
+    if frac == 0 or low == high:
+        return low
+    return float(Fraction(low) + (Fraction(high) - Fraction(low)) * frac)
 
 
 def band(bag: Multiset) -> dict[str, float]:
     """Median and interquartile band: robust to a few wild attempts."""
-    return {"median": quantile(bag, 0.5), "q1": quantile(bag, 0.25), "q3": quantile(bag, 0.75),
-            "min": float(_sorted_items(bag)[0][0]), "max": float(_sorted_items(bag)[-1][0])}
+    items = _sorted_items(bag)  # once: exact conversion and sorting dominate the cost
+    return {"median": _quantile(items, 0.5), "q1": _quantile(items, 0.25),
+            "q3": _quantile(items, 0.75), "min": items[0][0], "max": items[-1][0]}
 
 
 def exact_mean(bag: Multiset) -> float:
     items = _sorted_items(bag)
     n = sum(c for _, c in items)
-    return float(sum(v * c for v, c in items) / n)
+    return float(sum(Fraction(v) * c for v, c in items) / n)
 
 
 def shrunk_rate(successes: float, n: float, prior_mean: float, prior_weight: float) -> float:

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import sys
 
-import rclpy
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
@@ -24,6 +22,7 @@ from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.identity_gate import IdentityGate
 from robot_memory.ros.params import declare_parameters
+from robot_memory.ros.spin import run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
 from robot_memory.srv import Consolidate
 from robot_memory.store import MemoryStore
@@ -168,15 +167,7 @@ class Consolidator(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = Consolidator()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(Consolidator, args)
 
 
 if __name__ == "__main__":

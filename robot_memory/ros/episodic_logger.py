@@ -13,10 +13,9 @@ import sys
 import threading
 from collections import Counter
 
-import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_memory.event_kinds import EXECUTION_RESULT
@@ -26,6 +25,7 @@ from robot_memory.ros.conversions import record_from_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.identity_gate import IdentityGate
 from robot_memory.ros.params import declare_parameters
+from robot_memory.ros.spin import run_node
 from robot_memory.ros.qos import EXECUTION_RESULTS_QOS
 from robot_memory.store import MemoryStore, NewEvent
 
@@ -115,18 +115,8 @@ class EpisodicLogger(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = EpisodicLogger()
-    executor = MultiThreadedExecutor(num_threads=2)
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.flush()  # accepted results reach the disk before we go
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(EpisodicLogger, args, make_executor=lambda: MultiThreadedExecutor(num_threads=2),
+             before_destroy=lambda node: node.flush())  # accepted results reach the disk before we go
 
 
 if __name__ == "__main__":

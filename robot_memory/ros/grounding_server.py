@@ -12,17 +12,16 @@ from __future__ import annotations
 import sys
 import uuid
 
-import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_memory.audit import AuditWriter
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation.consolidation_pass import latest_run_id
 from robot_memory.event_kinds import FACT_CONSULTATION
-from robot_memory.grounding import (IDENTITY_UNVERIFIED, OK, REASON_IDENTITY_UNVERIFIED,
+from robot_memory.grounding import (IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
                                     GroundingAnswer, GroundingIndex)
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_from_msg, fact_to_msg, grounding_request_from_msg
@@ -30,6 +29,7 @@ from robot_memory.ros.diagnostics import OK as DIAG_OK
 from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
 from robot_memory.ros.identity_gate import IdentityGate
 from robot_memory.ros.params import declare_parameters
+from robot_memory.ros.spin import run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS
 from robot_memory.explain import FactNotFound, explain_fact, find_fact, format_explanation
 from robot_memory.srv import ExplainFact, GroundingQuery
@@ -158,18 +158,8 @@ class GroundingServer(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = GroundingServer()
-    executor = MultiThreadedExecutor(num_threads=3)
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.close()  # flush the consultation audit
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(GroundingServer, args, make_executor=lambda: MultiThreadedExecutor(num_threads=3),
+             before_destroy=lambda node: node.close())  # flush the consultation audit
 
 
 if __name__ == "__main__":

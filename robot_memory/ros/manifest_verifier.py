@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 
-import rclpy
 from rclpy.node import Node
 
 from robot_memory.event_kinds import IDENTITY_VERIFICATION
@@ -17,6 +16,7 @@ from robot_memory.manifest import ManifestError, load_manifest, read_certified_h
 from robot_memory.msg import IdentityStatus
 from robot_memory.ros.identity_gate import STATE_NAMES
 from robot_memory.ros.params import declare_parameters
+from robot_memory.ros.spin import run_node
 from robot_memory.ros.qos import IDENTITY_STATUS_QOS
 from robot_memory.store import MemoryStore, StoreError, verify_chain
 
@@ -81,15 +81,7 @@ class ManifestVerifier(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = ManifestVerifier()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(ManifestVerifier, args)
 
 
 if __name__ == "__main__":

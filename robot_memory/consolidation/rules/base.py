@@ -43,7 +43,7 @@ class RulesConfig:
     safety_failure_reasons: tuple[str, ...] = ("collision", "dropped", "human_contact",
                                                "estop", "overforce")
     # Event time is counted in buckets of this width; fixed for the life of a store.
-    time_bucket_s: float = 60.0
+    time_bucket_s: float = 3600.0
     # Contradiction test: evidence newer than this window vs. the older evidence ...
     recent_window_s: float = 1 * DAY_S
     # ... needs at least this many observations on each side ...

@@ -10,8 +10,7 @@ WS="$ROOT/.ros_ws"
 cd "$ROOT"
 
 step() { printf 'setup: %-34s %s\n' "$1" "$2"; }
-# Hash of names and contents, so a renamed msg/srv counts as a change too.
-digest() { for f in "$@"; do printf '%s\n' "$f"; cat "$f"; done | sha256sum | cut -d' ' -f1; }
+digest() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
 # 1. Python 3.11: the ROS 2 wheels are built for CPython 3.11 only.
 PYTHON="${PYTHON:-}"
@@ -28,10 +27,6 @@ if [ -z "$PYTHON" ]; then
   exit 1
 fi
 if [ -x "$VENV/bin/python" ]; then
-  if ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
-    echo "setup: .venv is not Python 3.11 (the ROS 2 wheels are cp311); run 'make clean'" >&2
-    exit 1
-  fi
   step "virtual environment" "skipped (exists)"
 else
   "$PYTHON" -m venv "$VENV"
@@ -50,14 +45,11 @@ else
   step "ROS 2 wheels and Python packages" "installed"
 fi
 
-# 3. The wheels' CMake exports name the include paths of the machine that built them
-#    (configure fails: 'Imported target "service_msgs::..." includes non-existent path');
-#    point them at this interpreter's headers and numpy's. Only CMake files: the
-#    ament index files under share/ament_index also name /opt/python but are harmless.
+# 3. The wheels' CMake exports name the include paths of the machine that built them;
+#    point them at this interpreter's headers and numpy's.
 py_include="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
 np_include="$("$VENV/bin/python" -c 'import numpy; print(numpy.get_include())')"
-stale="$(grep -rlF '/opt/python/cp311-cp311' "$VENV" \
-  --include='*.cmake' --include='*.cmake.in' --include='CMakeLists.txt' || true)"
+stale="$(grep -rlF '/opt/python/cp311-cp311' "$VENV/share" --include='*.cmake' || true)"
 if [ -z "$stale" ]; then
   step "wheel CMake paths" "skipped (already local)"
 else
@@ -69,25 +61,16 @@ fi
 
 # 4. Build the interfaces (and install the package) with colcon when its inputs change.
 #    Python modules are imported from the source tree (scripts/env.sh), so editing them
-#    needs no rebuild. A change of the pinned ROS wheels rebuilds (the generated code
-#    links against them).
-BUILD_INPUTS=(CMakeLists.txt package.xml requirements/ros.txt
-              $(find msg srv nodes launch resource -type f | LC_ALL=C sort))
+#    needs no rebuild.
+BUILD_INPUTS=(CMakeLists.txt package.xml $(find msg srv nodes launch resource -type f | sort))
 want="$(digest "${BUILD_INPUTS[@]}")"
 if [ -f "$WS/install/setup.sh" ] && [ "$(cat "$WS/.build.sha256" 2>/dev/null)" = "$want" ]; then
   step "colcon build of msg/srv" "skipped (up to date)"
 else
-  # Not `--paths .`: rosidl exports the wheels' include dirs (numpy's, inside .venv) and
-  # CMake refuses an exported include path inside the source tree ("... which is
-  # prefixed in the source directory"). Build from a directory of links instead.
+  # CMake refuses include paths inside the source tree, and .venv is inside it: build
+  # from a directory of links to the package's files instead.
   SRC="$WS/src/robot_memory"
   rm -rf "$WS/src" && mkdir -p "$SRC"
-  # rosidl does not drop what a removed msg/srv generated (msg/__init__.py keeps
-  # importing it), so a changed set of interface files gets a clean build.
-  interfaces="$(ls msg/*.msg srv/*.srv 2>/dev/null | LC_ALL=C sort)"
-  if [ "$interfaces" != "$(cat "$WS/.interfaces" 2>/dev/null)" ]; then
-    rm -rf "$WS/build" "$WS/install"
-  fi
   for item in CMakeLists.txt package.xml msg srv nodes launch resource robot_memory; do
     ln -s "$ROOT/$item" "$SRC/$item"
   done
@@ -104,7 +87,6 @@ else
     exit 1
   }
   echo "$want" > "$WS/.build.sha256"
-  echo "$interfaces" > "$WS/.interfaces"
   step "colcon build of msg/srv" "built"
 fi
 

@@ -1,5 +1,10 @@
-"""The do-nothing baseline: a GroundingQuery service that answers at once with an empty
-response. Same request and response types as `ground`, its own process."""
+"""The do-nothing baseline of the grounding benchmark: a GroundingQuery service named
+`echo_ground` that answers at once with an empty response. Same request and response
+types as `ground`, in its own process, so the two round trips differ only by what the
+grounding server does.
+
+    python -m bench.echo_grounding_server
+"""
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
@@ -11,9 +16,9 @@ from robot_memory.srv import GroundingQuery
 class EchoGroundingServer(Node):
     def __init__(self):
         super().__init__("echo_grounding_server")
-        self.create_service(GroundingQuery, "echo_ground", self.on_request)
+        self.create_service(GroundingQuery, "echo_ground", self.on_ground_request)
 
-    def on_request(self, _request, response):
+    def on_ground_request(self, _request, response):
         return response
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import platform
+import statistics
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,18 +16,41 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def summary_ms(samples_s: list[float]) -> dict[str, float]:
+    """p50 / p99 / max / mean of round trips given in seconds, in milliseconds."""
     values = np.asarray(samples_s) * 1000.0
     return {"n": int(values.size), "p50_ms": round(float(np.percentile(values, 50)), 4),
             "p99_ms": round(float(np.percentile(values, 99)), 4),
             "max_ms": round(float(values.max()), 4), "mean_ms": round(float(values.mean()), 4)}
 
 
+def trials_ms(samples_s: list[float]) -> dict:
+    """Each trial and their median, in milliseconds (for a handful of long trials)."""
+    return {"trials_ms": [round(s * 1000, 1) for s in samples_s],
+            "median_ms": round(statistics.median(samples_s) * 1000, 1)}
+
+
+def python_loop_ms() -> float:
+    """A plain interpreter loop of 10^6 additions: how fast this machine runs Python,
+    for comparing with figures measured elsewhere (the seed paper's)."""
+    started, total = time.perf_counter(), 0
+    for i in range(1_000_000):
+        total += i
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def machine() -> dict:
+    """What the ratios were measured on: a noisy 2-core box reads differently from a
+    quiet 16-core one."""
+    return {"nproc": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0)),
+            "loadavg_1m_at_end": round(os.getloadavg()[0], 2),
+            "python_loop_1e6_ms": min(python_loop_ms() for _ in range(3)),
+            "python": platform.python_version(), "platform": platform.platform()}
+
+
 def write_result(name: str, result: dict, out: str | None = None) -> Path:
     path = Path(out) if out else RESULTS / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    result = {**result, "command": " ".join([Path(sys.executable).name, "-m", f"bench.{name}",
-                                             *sys.argv[1:]]),
-              "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                          "platform": platform.platform()}}
+    result = {**result, "command": " ".join(["python", "-m", f"bench.{name}", *sys.argv[1:]]),
+              "machine": machine()}
     path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     return path

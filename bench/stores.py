@@ -1,65 +1,137 @@
 """Synthetic stores for the benchmarks, built once and cached under bench/.cache/.
 
-Events are valid execution results spread over `keys` (skill, target, environment)
-combinations, one per 0.1 s of event time, 70% successes.
+Events are valid execution results (the payload shape ExecutionRecord.payload() stores)
+cycling over a key space sized so that one consolidation pass yields about `facts`
+facts. Each key sees 70% successes, a few force values and a few measured masses, so
+every rule of v1 has work to do. Building goes through Partition.append_many, like the
+logger, so the hash chain is real.
 """
 
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import time
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from robot_memory.consolidation import consolidation_pass
+from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.manifest import load_manifest
+from robot_memory.records import validate_record
 from robot_memory.store import MemoryStore, NewEvent
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 MANIFEST = Path(__file__).resolve().parent.parent / "robot_memory" / "config" / \
     "example_manifest.yaml"
 IDENTITY = load_manifest(MANIFEST).identity_hash()
+
+# Bump when the generated events change: cached stores carry it in their name.
+GENERATOR = "g2"
+SKILLS = ("manipulation.grasp", "manipulation.place")
 ENVIRONMENTS = ("env_0", "env_1")
+FAILURE_REASON = "slipped"
+# Fixed event time (2026-01-01 UTC, one result per 0.1 s) so a cached store never ages.
+T0_NS = 1_767_225_600 * 10**9
+SPACING_NS = 100_000_000
+APPEND_BATCH = 20_000
+
+# Facts one target yields: a success rate per skill and environment, a failure pattern
+# per skill (one failure reason) and one object property; zone_risk adds one per env.
+FACTS_PER_TARGET = len(SKILLS) * len(ENVIRONMENTS) + len(SKILLS) + 1
 
 
-def result(i: int, targets: int, t0: float = 0.0) -> NewEvent:
-    target = f"object_{(i // len(ENVIRONMENTS)) % targets}"
-    success = (i * 7919) % 10 < 7
-    payload = {"skill_id": "manipulation.grasp", "target_class": target,
-               "environment": ENVIRONMENTS[i % len(ENVIRONMENTS)], "zone": "",
-               "parameters": {"force_n": float(5 * (i % 6))},
-               "observations": {"mass_kg": (i % 13) / 10.0}, "success": success,
-               "failure_reason": "" if success else "slipped", "duration_s": 2.0,
-               "intent_id": "", "notes": ""}
-    return NewEvent("execution_result", payload, int((t0 + i * 0.1) * 1e9))
+@dataclass(frozen=True)
+class KeySpace:
+    """skill x target x environment combinations; event i goes to combination i % size."""
+
+    targets: int
+
+    @classmethod
+    def for_facts(cls, facts: int) -> KeySpace:
+        return cls(max(1, round((facts - len(ENVIRONMENTS)) / FACTS_PER_TARGET)))
+
+    @property
+    def size(self) -> int:
+        return self.targets * len(SKILLS) * len(ENVIRONMENTS)
+
+    @property
+    def expected_facts(self) -> int:
+        return self.targets * FACTS_PER_TARGET + len(ENVIRONMENTS)
+
+    def split(self, combo: int) -> tuple[str, int, str]:
+        """(skill, target number, environment) of one combination."""
+        environment = ENVIRONMENTS[combo % len(ENVIRONMENTS)]
+        rest = combo // len(ENVIRONMENTS)
+        return SKILLS[rest % len(SKILLS)], rest // len(SKILLS), environment
+
+    def request_key(self) -> tuple[str, str, str]:
+        """A (skill, target, environment) that has facts once a store is consolidated."""
+        skill, target, environment = self.split(min(42, self.size - 1))
+        return skill, f"object_{target}", environment
 
 
-def append_results(url: str, start: int, count: int, targets: int, batch: int = 20000) -> None:
-    partition = MemoryStore(url).partition(IDENTITY)
-    for first in range(start, start + count, batch):
-        last = min(first + batch, start + count)
-        partition.append_many([result(i, targets) for i in range(first, last)])
+def payload(i: int, keys: KeySpace) -> dict[str, Any]:
+    """The i-th result. Each key's outcome cycles with the round (7 of 10 succeed), so
+    every key gets successes and failures whatever the key-space size."""
+    combo, round_ = i % keys.size, i // keys.size
+    skill, target, environment = keys.split(combo)
+    success = (round_ * 7 + combo * 3) % 10 < 7
+    return {"skill_id": skill, "target_class": f"object_{target}", "environment": environment,
+            "zone": "", "parameters": {"force_n": 5.0 * (1 + (round_ + combo) % 6)},
+            "observations": {"mass_kg": 0.1 + (target % 20) / 10 + (round_ % 5 - 2) / 100},
+            "success": success, "failure_reason": "" if success else FAILURE_REASON,
+            "duration_s": 2.0 + (combo % 7) / 10, "intent_id": "", "notes": ""}
 
 
-def cached_store(events: int, targets: int, consolidated: bool = True) -> Path:
-    """Path of a SQLite file holding `events` results (and their facts), built if absent."""
+def stamp_ns(i: int) -> int:
+    return T0_NS + i * SPACING_NS
+
+
+def append_results(url: str, start: int, count: int, keys: KeySpace) -> None:
+    """Append results start .. start+count-1, in batches (one transaction each)."""
+    validate_record({**payload(start, keys), "stamp_ns": stamp_ns(start)})  # shape check
+    store = MemoryStore(url)
+    partition = store.partition(IDENTITY)
+    for first in range(start, start + count, APPEND_BATCH):
+        last = min(first + APPEND_BATCH, start + count)
+        partition.append_many([NewEvent(EXECUTION_RESULT, payload(i, keys), stamp_ns(i))
+                               for i in range(first, last)])
+    store.close()
+
+
+def cached_store(events: int, facts: int, consolidated: bool = True) -> Path:
+    """Path of a SQLite file holding `events` results over a key space of ~`facts` facts
+    (and, if consolidated, the facts of one pass over them); built if absent."""
     CACHE.mkdir(exist_ok=True)
-    path = CACHE / f"store_{events}_{targets}{'_facts' if consolidated else ''}.db"
+    name = f"{GENERATOR}_events{events}_facts{facts}{'_consolidated' if consolidated else ''}"
+    path = CACHE / f"{name}.db"
     if path.exists():
         return path
-    building = path.with_suffix(".building")
-    for leftover in CACHE.glob(building.name + "*"):
+    building = CACHE / f"{name}.building"
+    for leftover in CACHE.glob(f"{name}.building*"):
         leftover.unlink()
-    url = f"sqlite:///{building}"
     started = time.perf_counter()
-    append_results(url, 0, events, targets)
-    if consolidated:
-        consolidation_pass(MemoryStore(url).partition(IDENTITY))
-    MemoryStore(url).engine.dispose()
-    with MemoryStore(url).engine.connect() as conn:  # fold the WAL in before renaming
-        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-    shutil.move(building, path)
-    print(f"built {path.name} in {time.perf_counter() - started:.1f} s", flush=True)
+    url = f"sqlite:///{building}"
+    if consolidated:  # the facts are a pass over the raw store: reuse it
+        shutil.copy(cached_store(events, facts, consolidated=False), building)
+        store = MemoryStore(url)
+        consolidation_pass(store.partition(IDENTITY))
+        store.close()
+    else:
+        append_results(url, 0, events, KeySpace.for_facts(facts))
+    _fold_wal(building)
+    building.rename(path)
+    print(f"built {path.name} in {time.perf_counter() - started:.0f} s", flush=True)
     return path
+
+
+def _fold_wal(path: Path) -> None:
+    """Move the WAL into the main file, so copying the .db file alone copies everything."""
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def working_copy(path: Path, directory: Path) -> str:

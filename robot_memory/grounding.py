@@ -7,6 +7,7 @@ swap a whole new index in with one reference assignment, which never tears an an
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter
@@ -113,13 +114,26 @@ class GroundingIndex:
         new.facts = {**self.facts, **changed}
         new.size = len(new.facts)
         new._lists = dict(self._lists)
-        touched = {k for f in changed.values() for k in _index_keys(f)}
-        touched |= {k for key in changed if key in self.facts
-                    for k in _index_keys(self.facts[key])}
+        # Group once by list: a pass's delta touches hundreds of lists, and the request
+        # thread waits for the GIL while this runs.
+        added: dict[tuple[str, str, str], list[FactRow]] = {}
+        for fact in changed.values():
+            for index_key in _index_keys(fact):
+                added.setdefault(index_key, []).append(fact)
+        touched = set(added)
+        changed_keys = {key for _, key in changed}  # str hashes are cached: a cheap first test
+        for key in changed.keys() & self.facts.keys():
+            touched.update(_index_keys(self.facts[key]))
         for index_key in touched:
-            kept = [f for f in self._lists.get(index_key, ()) if (f.kind, f.key) not in changed]
-            kept += [f for f in changed.values() if index_key in _index_keys(f)]
-            new._lists[index_key] = sorted(kept, key=_rank)
+            # The old list is sorted: filter it (order kept) and insert the few changes.
+            kept = [f for f in self._lists.get(index_key, ())
+                    if f.key not in changed_keys or (f.kind, f.key) not in changed]
+            for fact in added.get(index_key, ()):
+                bisect.insort(kept, fact, key=_rank)
+            if kept:
+                new._lists[index_key] = kept
+            else:
+                new._lists.pop(index_key, None)
         return new
 
     def _candidates(self, req: GroundingRequest) -> list[FactRow]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
 
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
 from robot_memory.consolidation.consolidation_pass import checkpoint, latest_run_id
@@ -20,7 +19,7 @@ from robot_memory.consolidation.diff import format_diff
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
-from robot_memory.ros.identity_gate import IdentityGate
+from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
@@ -28,7 +27,7 @@ from robot_memory.srv import Consolidate
 from robot_memory.store import MemoryStore
 
 
-class Consolidator(Node):
+class Consolidator(ManagedMemoryNode):
     def __init__(self, **kwargs):
         super().__init__("consolidator", **kwargs)
         self.params = declare_parameters(self, "consolidator")
@@ -41,7 +40,6 @@ class Consolidator(Node):
         self.delta_publisher = self.create_publisher(SemanticFactArray, "facts_delta",
                                                      FACTS_DELTA_QOS)
         self.diagnostics = DiagnosticsPublisher(self)
-        self.gate = IdentityGate(self, self._activate)
         wall = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
                           clock=wall)
@@ -50,13 +48,17 @@ class Consolidator(Node):
             self.create_timer(self.params["new_event_poll_period_s"], self.on_poll_timer,
                               clock=wall)
 
-    def _activate(self, identity_hash: str) -> None:
+    def start(self, identity_hash: str) -> None:
         self.partition = MemoryStore(self.params["database_url"]).partition(identity_hash)
         self._load_snapshot()
         self.publish_snapshot()
-        self.create_timer(self.params["period_s"], self.on_pass_timer)
+        self.active_entities.append(self.create_timer(self.params["period_s"],
+                                                      self.on_pass_timer))
         self.get_logger().info(f"consolidating every {self.params['period_s']} s "
                                f"(node clock), rules {self.config}")
+
+    def stop(self) -> None:
+        self.partition = None
 
     def on_pass_timer(self) -> None:
         self.run_pass()
@@ -72,7 +74,7 @@ class Consolidator(Node):
 
     def on_consolidate_request(self, request, response):
         if self.partition is None:
-            response.success, response.reason = False, f"inactive: {self.gate.reason}"
+            response.success, response.reason = False, f"inactive: {self.inactive_reason}"
             return response
         report = self.run_pass(apply=not request.dry_run)
         if report is None:
@@ -158,7 +160,7 @@ class Consolidator(Node):
             values.update({f"last_pass_skipped.{reason}": n
                            for reason, n in report.skipped.items()})
         if self.partition is None:
-            level, message = WARN, f"inactive: {self.gate.reason}"
+            level, message = WARN, f"inactive: {self.inactive_reason}"
         elif self.last_error:
             level, message = ERROR, f"last pass failed: {self.last_error}"
         else:

@@ -16,14 +16,13 @@ from collections import Counter
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import MultiThreadedExecutor
-from rclpy.node import Node
 
 from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.msg import ExecutionResult
 from robot_memory.records import InvalidRecord
 from robot_memory.ros.conversions import record_from_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
-from robot_memory.ros.identity_gate import IdentityGate
+from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import run_node
 from robot_memory.ros.qos import EXECUTION_RESULTS_QOS
@@ -32,7 +31,7 @@ from robot_memory.store import MemoryStore, NewEvent
 DEFAULT_TOPIC = "execution_results"
 
 
-class EpisodicLogger(Node):
+class EpisodicLogger(ManagedMemoryNode):
     def __init__(self, **kwargs):
         super().__init__("episodic_logger", **kwargs)
         self.params = declare_parameters(self, "episodic_logger")
@@ -49,18 +48,21 @@ class EpisodicLogger(Node):
         # Writing blocks on disk; keep it off the group that receives messages.
         self._io_group = MutuallyExclusiveCallbackGroup()
         self.diagnostics = DiagnosticsPublisher(self)
-        self.gate = IdentityGate(self, self._activate)
         self.create_timer(self.params["flush_period_s"], self.flush, self._io_group, clock=wall)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
                           clock=wall)
 
-    def _activate(self, identity_hash: str) -> None:
+    def start(self, identity_hash: str) -> None:
         self.partition = MemoryStore(self.params["database_url"]).partition(identity_hash)
         for topic in self.topics:
-            self.create_subscription(ExecutionResult, topic,
-                                     lambda msg, t=topic: self.on_execution_result(msg, t),
-                                     EXECUTION_RESULTS_QOS)
+            self.active_entities.append(self.create_subscription(
+                ExecutionResult, topic, lambda msg, t=topic: self.on_execution_result(msg, t),
+                EXECUTION_RESULTS_QOS))
         self.get_logger().info(f"logging execution results from {self.topics}")
+
+    def stop(self) -> None:
+        self.flush()  # what was accepted reaches the disk before we stop
+        self.partition = None
 
     def on_execution_result(self, msg: ExecutionResult, topic: str) -> None:
         try:
@@ -102,7 +104,7 @@ class EpisodicLogger(Node):
 
     def _publish_diagnostics(self) -> None:
         if self.partition is None:
-            level, message = WARN, f"inactive: {self.gate.reason}"
+            level, message = WARN, f"inactive: {self.inactive_reason}"
         elif self.last_store_error:
             level, message = ERROR, f"store write failing: {self.last_store_error}"
         else:

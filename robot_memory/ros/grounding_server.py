@@ -9,12 +9,13 @@ happens on the request path; every consultation is audited by a background write
 
 from __future__ import annotations
 
+import gc
 import sys
+import threading
 import uuid
 
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from robot_memory.audit import AuditWriter
@@ -27,7 +28,7 @@ from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_from_msg, fact_to_msg, grounding_request_from_msg
 from robot_memory.ros.diagnostics import OK as DIAG_OK
 from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
-from robot_memory.ros.identity_gate import IdentityGate
+from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS
@@ -36,8 +37,14 @@ from robot_memory.srv import ExplainFact, GroundingQuery
 from robot_memory.store import MemoryStore, NewEvent
 
 
+REQUEST_GIL_WAIT_S = 0.0005
 
-class GroundingServer(Node):
+
+class GroundingServer(ManagedMemoryNode):
+    """The `ground` service alone, on a single-threaded executor: nothing else ever runs
+    ahead of a request in this node's queue. Index refreshes, `explain` and diagnostics
+    live on a hidden companion node spun by its own executor in another thread."""
+
     def __init__(self, **kwargs):
         super().__init__("grounding_server", **kwargs)
         self.params = declare_parameters(self, "grounding_server")
@@ -47,39 +54,48 @@ class GroundingServer(Node):
         self.reloads = 0
         self.audit: AuditWriter | None = None
         self.answers = 0
-        # Requests never wait for an index rebuild: separate groups, multi-threaded executor.
-        self._service_group = ReentrantCallbackGroup()
-        self._refresh_group = MutuallyExclusiveCallbackGroup()
-        self.diagnostics = DiagnosticsPublisher(self)
-        self.gate = IdentityGate(self, self._activate, self._deactivate,
-                                 callback_group=self._refresh_group)
-        self.create_service(GroundingQuery, "ground", self.on_ground_request,
-                            callback_group=self._service_group)
-        # Explaining reads the log: its own group, so it never delays `ground`.
-        self.create_service(ExplainFact, "explain", self.on_explain_request,
-                            callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
-                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._index_lock = threading.Lock()  # one writer of self.index at a time
+        self.create_service(GroundingQuery, "ground", self.on_ground_request)
+        # No global arguments: a launch-time `__node:=` rename must not name both nodes.
+        self.companion = Node(f"_{self.get_name()}_index", namespace=self.get_namespace(),
+                              context=self.context, use_global_arguments=False)
+        self.companion.create_subscription(SemanticFactArray, "facts_delta",
+                                           self.on_facts_delta, FACTS_DELTA_QOS)
+        self.companion.create_service(ExplainFact, "explain", self.on_explain_request)
+        self.diagnostics = DiagnosticsPublisher(self.companion, name=self.get_name(),
+                                                hardware_id=self.get_fully_qualified_name())
+        self.companion.create_timer(self.params["diagnostics_period_s"],
+                                    self._publish_diagnostics,
+                                    clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._companion_executor = SingleThreadedExecutor(context=self.context)
+        self._companion_executor.add_node(self.companion)
+        self._companion_thread = threading.Thread(target=self._companion_executor.spin,
+                                                  name="grounding_index", daemon=True)
+        self._companion_thread.start()
 
-    def _activate(self, identity_hash: str) -> None:
+    def start(self, identity_hash: str) -> None:
         partition = MemoryStore(self.params["database_url"]).partition(identity_hash)
         self.partition = partition
         self.audit = AuditWriter(partition, self.params["audit_queue_size"],
                                  self.params["audit_flush_period_s"])
         self._reload()
-        self.create_subscription(SemanticFactArray, "facts_delta", self.on_facts_delta,
-                                 FACTS_DELTA_QOS, callback_group=self._refresh_group)
         self.get_logger().info(f"serving 'ground' from {self.index.size} facts")
 
-    def _deactivate(self) -> None:
+    def stop(self) -> None:
         self.index = None
+        if self.audit is not None:
+            self.audit.close()  # flush what was answered so far
+            self.audit = None
 
     def _reload(self) -> None:
-        with self.partition.store.read() as conn:
-            self.run_event_id = latest_run_id(self.partition, conn)
-            facts = self.partition.facts(conn=conn)
-        self.index = GroundingIndex(self.partition.identity_hash, facts)
-        self.reloads += 1
+        with self._index_lock:
+            with self.partition.store.read() as conn:
+                self.run_event_id = latest_run_id(self.partition, conn)
+                facts = self.partition.facts(conn=conn)
+            self.index = GroundingIndex(self.partition.identity_hash, facts)
+            self.reloads += 1
+        # The index is long-lived: keep the cyclic collector from re-scanning it.
+        gc.freeze()
 
     def on_facts_delta(self, msg: SemanticFactArray) -> None:
         current = self.index
@@ -92,15 +108,17 @@ class GroundingServer(Node):
                                       f"delta follows {msg.previous_run_event_id}); reloading")
             self._reload()
             return
-        self.index = current.with_changes(fact_from_msg(f) for f in msg.facts)
-        self.run_event_id = msg.run_event_id
+        with self._index_lock:
+            if self.index is current:
+                self.index = current.with_changes([fact_from_msg(f) for f in msg.facts])
+                self.run_event_id = msg.run_event_id
 
     def on_ground_request(self, request, response):
         index = self.index  # one read: the whole answer comes from one snapshot
         response.consultation_id = uuid.uuid4().hex
         if index is None:
             answer = GroundingAnswer(IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
-                                     self.gate.reason or "activating")
+                                     self.inactive_reason)
         else:
             answer = index.lookup(grounding_request_from_msg(request))
             response.identity_hash = index.identity_hash
@@ -124,7 +142,7 @@ class GroundingServer(Node):
     def on_explain_request(self, request, response):
         partition = self.partition if self.index is not None else None
         if partition is None:
-            response.found, response.reason = False, f"inactive: {self.gate.reason}"
+            response.found, response.reason = False, f"inactive: {self.inactive_reason}"
             return response
         try:
             fact = find_fact(partition, request.fact_id, request.kind, request.key)
@@ -147,19 +165,25 @@ class GroundingServer(Node):
                            "audit_overflowed": self.audit.overflowed})
         level = DIAG_OK if self.index is not None and not (self.audit and self.audit.overflowed) \
             else WARN
-        message = "serving" if self.index is not None else f"inactive: {self.gate.reason}"
+        message = "serving" if self.index is not None else f"inactive: {self.inactive_reason}"
         if self.audit and self.audit.overflowed:
             message += f"; {self.audit.overflowed} consultation audit records overflowed"
         self.diagnostics.publish(level, message, values)
 
     def close(self) -> None:
+        """Stop the companion, then flush the consultation audit."""
+        self._companion_executor.shutdown()
+        self._companion_thread.join(timeout=5.0)
+        self.companion.destroy_node()
         if self.audit is not None:
             self.audit.close()
 
 
 def main(args=None) -> None:
-    run_node(GroundingServer, args, make_executor=lambda: MultiThreadedExecutor(num_threads=3),
-             before_destroy=lambda node: node.close())  # flush the consultation audit
+    # A request arriving while the companion or the audit writer holds the GIL waits
+    # for the switch interval (5 ms by default): keep that wait short.
+    sys.setswitchinterval(REQUEST_GIL_WAIT_S)
+    run_node(GroundingServer, args, before_destroy=lambda node: node.close())
 
 
 if __name__ == "__main__":

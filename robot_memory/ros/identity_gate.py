@@ -20,8 +20,8 @@ STATE_NAMES = {IdentityStatus.UNVERIFIED: "UNVERIFIED", IdentityStatus.VERIFIED:
 
 
 class IdentityGate:
-    """Calls `on_verified(identity_hash)` once, when VERIFIED arrives; `on_revoked()` if a
-    later status withdraws it. Until then `identity_hash` is None."""
+    """Remembers the verified identity hash (None until VERIFIED arrives) and calls
+    `on_verified(identity_hash)` once; `on_revoked()` if a later status withdraws it."""
 
     def __init__(self, node: Node, on_verified: Callable[[str], None],
                  on_revoked: Callable[[], None] | None = None, callback_group=None):
@@ -46,10 +46,10 @@ class IdentityGate:
                 self._revoke(f"identity changed while running ({state})")
                 return
             self.identity_hash = msg.computed_hash
-            self.reason = f"activating for verified identity {msg.computed_hash}"
+            self.reason = (f"identity {msg.computed_hash} verified; waiting for "
+                           "manifest_verifier to activate this node")
             self._on_verified(msg.computed_hash)
-            self.reason = ""
-            log.info(f"identity VERIFIED {msg.computed_hash}: active")
+            log.info(f"identity VERIFIED {msg.computed_hash}")
             return
         self.reason = f"identity {state}: {msg.reason}"
         log.error(f"refusing to write or serve: {self.reason}")

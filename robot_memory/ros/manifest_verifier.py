@@ -2,7 +2,9 @@
 
 Publishes one latched IdentityStatus on `identity_status`: VERIFIED only when the
 manifest is valid, its hash equals the certified hash and (optionally) the store's
-hash chain for that identity is intact. Never repairs anything: a human must act.
+hash chain for that identity is intact. Then, and only then, it configures and
+activates the memory lifecycle nodes (`managed_nodes`). Never repairs anything: a human
+must act.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from robot_memory.event_kinds import IDENTITY_VERIFICATION
 from robot_memory.manifest import ManifestError, load_manifest, read_certified_hash
 from robot_memory.msg import IdentityStatus
 from robot_memory.ros.identity_gate import STATE_NAMES
+from robot_memory.ros.lifecycle_manager import LifecycleManager
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import run_node
 from robot_memory.ros.qos import IDENTITY_STATUS_QOS
@@ -33,6 +36,11 @@ class ManifestVerifier(Node):
         level = self.get_logger().info if self.status.state == IdentityStatus.VERIFIED \
             else self.get_logger().error
         level(f"identity {STATE_NAMES[self.status.state]}: {self.status.reason}")
+        # Only a verified identity and store bring the memory nodes up; otherwise they
+        # stay unconfigured until a human acts (no automatic repair).
+        self.lifecycle = None
+        if self.status.state == IdentityStatus.VERIFIED and self.params["managed_nodes"]:
+            self.lifecycle = LifecycleManager(self, list(self.params["managed_nodes"]))
 
     def check(self) -> IdentityStatus:
         status = IdentityStatus(manifest_path=self.params["manifest_path"])

@@ -181,15 +181,14 @@ def cmd_facts(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from robot_memory.store import MemoryStore, verify_chain
-    store = MemoryStore(args.db)
-    identities = [_identity(args)] if (args.manifest or args.identity) else store.identities()
-    failed = 0
-    for identity in identities:
-        report = verify_chain(store.partition(identity))
-        print(report.describe())
-        failed += not report.ok
-    return 1 if failed else 0
+    from robot_memory.store import check_store
+    identity = _identity(args) if (args.manifest or args.identity) else None
+    verdict = check_store(args.db, identity, full=args.full)
+    for line in verdict.lines:
+        print(line)
+    print(("store verified" if verdict.ok else "STORE CORRUPTED") +
+          (" (full check)" if args.full else " (boot check; --full re-hashes every event)"))
+    return 0 if verdict.ok else 1
 
 
 def _parse_overrides(pairs: list[str]) -> dict[str, Any]:
@@ -266,7 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="stable, sorted JSON snapshot")
     p.set_defaults(func=cmd_facts)
 
-    p = with_store(verbs.add_parser("verify", help="check the hash chain(s); non-zero if broken"))
+    p = with_store(verbs.add_parser("verify", help="check the store and hash chain(s); "
+                                                   "non-zero with a diagnosis if broken"))
+    p.add_argument("--full", action="store_true",
+                   help="SQLite integrity_check and a re-hash of every event (default: the "
+                        "verifier's fast boot check)")
     p.set_defaults(func=cmd_verify)
 
     p = verbs.add_parser("bringup", help="start the four nodes (what the launch file starts)")

@@ -31,7 +31,12 @@ class LifecycleManager:
         # Node name -> when its call started; a node that dies mid-call must not stay busy.
         self._busy: dict[str, float] = {}
         self.states: dict[str, str] = {name: "unknown" for name in node_names}
-        node.create_timer(period_s, self._tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._timer = node.create_timer(period_s, self._tick,
+                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def stop(self) -> None:
+        """Activate nothing more (the nodes deactivate themselves on the new status)."""
+        self._node.destroy_timer(self._timer)
 
     def _tick(self) -> None:
         now = time.monotonic()

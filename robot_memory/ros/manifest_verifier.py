@@ -10,7 +10,9 @@ must act.
 from __future__ import annotations
 
 import sys
+import threading
 
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
 from robot_memory.event_kinds import IDENTITY_VERIFICATION
@@ -21,7 +23,7 @@ from robot_memory.ros.lifecycle_manager import LifecycleManager
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import run_node
 from robot_memory.ros.qos import IDENTITY_STATUS_QOS
-from robot_memory.store import MemoryStore, StoreError, verify_chain
+from robot_memory.store import MemoryStore, check_store
 
 
 
@@ -41,6 +43,9 @@ class ManifestVerifier(Node):
         self.lifecycle = None
         if self.status.state == IdentityStatus.VERIFIED and self.params["managed_nodes"]:
             self.lifecycle = LifecycleManager(self, list(self.params["managed_nodes"]))
+        self.full_check_done = False
+        if self.status.state == IdentityStatus.VERIFIED and self.params["full_check_after_boot"]:
+            self._start_full_check()
 
     def check(self) -> IdentityStatus:
         status = IdentityStatus(manifest_path=self.params["manifest_path"])
@@ -69,23 +74,54 @@ class ManifestVerifier(Node):
         return status
 
     def _check_store(self, identity_hash: str) -> str:
-        """Empty when the store opens and this identity's chain is intact, else why not."""
+        """Empty when the store opens and passes the boot check, else why not."""
+        if self.params["verify_store_on_boot"]:
+            verdict = check_store(self.params["database_url"], identity_hash, record=True)
+            if not verdict.ok:
+                return "; ".join(verdict.lines)
         try:
             store = MemoryStore(self.params["database_url"])
-        except (StoreError, Exception) as exc:  # any driver error means we must not serve
+        except Exception as exc:  # any driver error means we must not serve
             return f"cannot open store {self.params['database_url']}: {exc}"
         try:
-            partition = store.partition(identity_hash)
-            if self.params["verify_store_on_boot"]:
-                report = verify_chain(partition)
-                if not report.ok:
-                    return report.describe()
-            partition.append(IDENTITY_VERIFICATION,
-                             {"state": "VERIFIED", "manifest_path": self.params["manifest_path"]},
-                             self.get_clock().now().nanoseconds)
+            store.partition(identity_hash).append(
+                IDENTITY_VERIFICATION, {"state": "VERIFIED",
+                                        "manifest_path": self.params["manifest_path"]},
+                self.get_clock().now().nanoseconds)
             return ""
         finally:
             store.close()
+
+    def _start_full_check(self) -> None:
+        """Re-hash the whole store in the background; serving goes on meanwhile, and is
+        withdrawn (STORE_CORRUPTED) if anything older than the checkpoint was altered."""
+        self._full_verdict = None
+        identity = self.status.computed_hash
+
+        def run() -> None:
+            self._full_verdict = check_store(self.params["database_url"], identity, full=True)
+
+        threading.Thread(target=run, name="full_store_check", daemon=True).start()
+        self._full_timer = self.create_timer(0.2, self._on_full_check_poll,
+                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _on_full_check_poll(self) -> None:
+        verdict = self._full_verdict
+        if verdict is None:
+            return
+        self.destroy_timer(self._full_timer)
+        self.full_check_done = True
+        if verdict.ok:
+            self.get_logger().info("full store check passed: " + "; ".join(verdict.lines))
+            return
+        if self.lifecycle is not None:
+            self.lifecycle.stop()
+        self.status.state = IdentityStatus.STORE_CORRUPTED
+        self.status.reason = "full store check failed: " + "; ".join(verdict.lines)
+        self.status.header.stamp = self.get_clock().now().to_msg()
+        self._publisher.publish(self.status)
+        self.get_logger().error(f"identity STORE_CORRUPTED: {self.status.reason}; the memory "
+                                "nodes are withdrawn until a human acts")
 
 
 def main(args=None) -> None:

@@ -69,3 +69,16 @@ consolidation_state = Table(
     Column("fact_key", Text, primary_key=True),
     Column("state_json", Text, nullable=False),
 )
+
+# The newest event of each chain that a verification re-hashed and found intact, so
+# the boot check only re-hashes what came after it (plus a rotating sample before it).
+# Not part of the log: losing it only makes the next boot check slower.
+verified_checkpoints = Table(
+    "verified_checkpoints", metadata,
+    Column("identity_hash", String(64), primary_key=True),
+    Column("seq", BigInteger, nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("event_hash", String(64), nullable=False),
+    # Where the next boot's sample of older history starts (chain position).
+    Column("sample_from_seq", BigInteger, nullable=False),
+)

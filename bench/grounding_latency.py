@@ -127,7 +127,9 @@ def running_system(url: str, events: int, facts: int, load_rate: float, log):
                    "certified_hash": IDENTITY, "period_s": 1.0,
                    # Boot time at 10^6 events is a goal of its own; the chain walk would
                    # only delay the start here.
-                   "verify_store_on_boot": False, "full_check_after_boot": False},
+                   "verify_store_on_boot": False, "full_check_after_boot": False,
+                   # A 10^6-event store is far past the default growth guard.
+                   "growth_limit_mb": 0.0, "hard_limit_mb": 0.0},
                   log_level="warn").start(stdout=log, stderr=log)
     helpers = {"echo": start_helper("bench.echo_grounding_server", log=log)}
     if load_rate > 0:

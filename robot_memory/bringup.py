@@ -56,10 +56,16 @@ class Stack:
             yaml.safe_dump(params_document(self.overrides, self.use_sim_time), handle)
         self.params_file = handle.name
         for node in self.nodes:
-            self.processes[node] = subprocess.Popen(
-                node_command(node, self.params_file, self.namespace, self.log_level),
-                stdout=stdout, stderr=stderr, env=os.environ.copy())
+            self.respawn(node, stdout, stderr)
         return self
+
+    def respawn(self, node: str, stdout=None, stderr=None) -> subprocess.Popen:
+        """(Re)start one node with the same parameters, like launch's respawn=True; the
+        verifier brings it back to active."""
+        self.processes[node] = subprocess.Popen(
+            node_command(node, self.params_file, self.namespace, self.log_level),
+            stdout=stdout, stderr=stderr, env=os.environ.copy())
+        return self.processes[node]
 
     def exited(self) -> dict[str, int]:
         return {name: p.returncode for name, p in self.processes.items() if p.poll() is not None}

@@ -6,3 +6,4 @@ KNOWLEDGE_CONFLICT = "knowledge_conflict"  # a fact became contested
 KNOWLEDGE_CONFLICT_RESOLVED = "knowledge_conflict_resolved"  # ... and agreed again
 FACT_CONSULTATION = "fact_consultation"  # a grounding answer: requester, intent, facts
 IDENTITY_VERIFICATION = "identity_verification"  # the verifier's boot check passed
+PRIVACY_REJECTION = "privacy_rejection"  # a refused result: field and category, no value

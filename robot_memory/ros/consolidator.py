@@ -16,6 +16,9 @@ from rclpy.clock import Clock, ClockType
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
 from robot_memory.consolidation.consolidation_pass import checkpoint, latest_run_id
 from robot_memory.consolidation.diff import format_diff
+from robot_memory.consolidation.rules import STATUS_ACTIVE
+from robot_memory.growth import OK as GROWTH_OK
+from robot_memory.growth import GrowthGuard
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
@@ -25,6 +28,13 @@ from robot_memory.ros.spin import run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
 from robot_memory.srv import Consolidate
 from robot_memory.store import MemoryStore
+from robot_memory.store.size import MB, store_size_bytes
+
+
+def promotions(report) -> int:
+    """Facts this pass made servable (new or candidate/contested -> active)."""
+    return sum(1 for c in report.changes if c.new.status == STATUS_ACTIVE
+               and (c.old is None or c.old.status != STATUS_ACTIVE))
 
 
 class Consolidator(ManagedMemoryNode):
@@ -33,6 +43,11 @@ class Consolidator(ManagedMemoryNode):
         self.params = declare_parameters(self, "consolidator")
         self.config = RulesConfig.from_settings(self.params)
         self.partition = None
+        self.guard = GrowthGuard(self.params["growth_limit_mb"])
+        self.store_size = 0
+        self.paused_passes = 0
+        self.promoted_total = 0
+        self.conflicts_total = 0
         self.passes = 0
         self.last_report = None
         self.last_error = ""
@@ -88,8 +103,16 @@ class Consolidator(ManagedMemoryNode):
         return response
 
     def run_pass(self, apply: bool = True):
-        """One pass (or dry run); returns its report, or None if it failed (logged)."""
+        """One pass (or dry run); returns its report, or None if it failed or was paused
+        (logged, and the reason kept in last_error)."""
         if self.partition is None:
+            return None
+        self.store_size = store_size_bytes(self.partition.store)
+        if apply and self.guard.state(self.store_size) != GROWTH_OK:
+            self.paused_passes += 1
+            self.last_error = self.guard.describe(self.store_size)
+            self.get_logger().warning(f"pass paused: {self.last_error}",
+                                      throttle_duration_sec=60.0)
             return None
         try:
             report = consolidation_pass(self.partition, self.config, apply=apply,
@@ -107,6 +130,8 @@ class Consolidator(ManagedMemoryNode):
             return report
         self.passes += 1
         self.last_report = report
+        self.promoted_total += promotions(report)
+        self.conflicts_total += len(report.conflicts)
         self.get_logger().info(report.summary())
         for conflict in report.conflicts:
             self.get_logger().warning(
@@ -150,7 +175,15 @@ class Consolidator(ManagedMemoryNode):
 
     def _publish_diagnostics(self) -> None:
         report = self.last_report
-        values = {"passes": self.passes, "identity_hash": self.gate.identity_hash or ""}
+        values = {"passes": self.passes, "identity_hash": self.gate.identity_hash or "",
+                  "memory_integrity_status": self.gate.state_name,
+                  "knowledge_promoted": str(bool(report and promotions(report))).lower(),
+                  "knowledge_conflict_detected": str(bool(report and report.conflicts)).lower(),
+                  "memory_write_performed": str(bool(report and report.facts_touched)).lower(),
+                  "promoted_total": self.promoted_total,
+                  "conflicts_total": self.conflicts_total,
+                  "paused_passes": self.paused_passes,
+                  "store_size_mb": round(self.store_size / MB, 3)}
         if report is not None:
             values.update({"last_pass_duration_ms": round(report.duration_s * 1000, 3),
                            "last_pass_events_read": report.events_read,
@@ -161,6 +194,8 @@ class Consolidator(ManagedMemoryNode):
                            for reason, n in report.skipped.items()})
         if self.partition is None:
             level, message = WARN, f"inactive: {self.inactive_reason}"
+        elif self.guard.state(self.store_size) != GROWTH_OK:
+            level, message = WARN, self.guard.describe(self.store_size)
         elif self.last_error:
             level, message = ERROR, f"last pass failed: {self.last_error}"
         else:

@@ -29,6 +29,7 @@ class IdentityGate:
         self._on_verified = on_verified
         self._on_revoked = on_revoked
         self.identity_hash: str | None = None
+        self.state_name = "UNVERIFIED"  # the verifier's latest word (memory_integrity_status)
         self.reason = "waiting for manifest_verifier on identity_status"
         node.create_subscription(IdentityStatus, "identity_status", self._on_identity_status,
                                  IDENTITY_STATUS_QOS, callback_group=callback_group)
@@ -37,6 +38,7 @@ class IdentityGate:
     def _on_identity_status(self, msg: IdentityStatus) -> None:
         log = self._node.get_logger()
         state = STATE_NAMES.get(msg.state, str(msg.state))
+        self.state_name = state
         if msg.state == IdentityStatus.VERIFIED:
             if self.identity_hash == msg.computed_hash:
                 return

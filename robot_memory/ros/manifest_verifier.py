@@ -18,6 +18,7 @@ from rclpy.node import Node
 from robot_memory.event_kinds import IDENTITY_VERIFICATION
 from robot_memory.manifest import ManifestError, load_manifest, read_certified_hash
 from robot_memory.msg import IdentityStatus
+from robot_memory.ros.diagnostics import ERROR, OK, DiagnosticsPublisher
 from robot_memory.ros.identity_gate import STATE_NAMES
 from robot_memory.ros.lifecycle_manager import LifecycleManager
 from robot_memory.ros.params import declare_parameters
@@ -46,6 +47,20 @@ class ManifestVerifier(Node):
         self.full_check_done = False
         if self.status.state == IdentityStatus.VERIFIED and self.params["full_check_after_boot"]:
             self._start_full_check()
+        self.diagnostics = DiagnosticsPublisher(self)
+        self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _publish_diagnostics(self) -> None:
+        state = STATE_NAMES[self.status.state]
+        values = {"memory_integrity_status": state, "identity_hash": self.status.computed_hash,
+                  "certified_hash": self.status.certified_hash,
+                  "full_check": ("done" if self.full_check_done else "running")
+                  if self.params["full_check_after_boot"] and state != "UNVERIFIED" else "off"}
+        if self.lifecycle is not None:
+            values.update({f"node.{name}": label for name, label in self.lifecycle.states.items()})
+        level = OK if self.status.state == IdentityStatus.VERIFIED else ERROR
+        self.diagnostics.publish(level, f"identity {state}: {self.status.reason}", values)
 
     def check(self) -> IdentityStatus:
         status = IdentityStatus(manifest_path=self.params["manifest_path"])
@@ -76,7 +91,8 @@ class ManifestVerifier(Node):
     def _check_store(self, identity_hash: str) -> str:
         """Empty when the store opens and passes the boot check, else why not."""
         if self.params["verify_store_on_boot"]:
-            verdict = check_store(self.params["database_url"], identity_hash, record=True)
+            verdict = check_store(self.params["database_url"], identity_hash, record=True,
+                                  sample=self.params["boot_sample_events"])
             if not verdict.ok:
                 return "; ".join(verdict.lines)
         try:

@@ -245,7 +245,7 @@ class StoreVerdict:
 
 
 def check_store(url: str, identity_hash: str | None = None, full: bool = False,
-                record: bool = False) -> StoreVerdict:
+                record: bool = False, sample: int = BOOT_SAMPLE_EVENTS) -> StoreVerdict:
     """Everything a human or the verifier needs to trust a store: the file, opening it
     (schema version), SQLite's own check (full only) and each identity's chain (all
     identities unless one is given). Never raises for a damaged store: says why."""
@@ -267,7 +267,7 @@ def check_store(url: str, identity_hash: str | None = None, full: bool = False,
         ok = True
         for ident in identities:
             partition = store.partition(ident)
-            report = verify_chain(partition) if full else boot_check(partition, record=record)
+            report = verify_chain(partition) if full else boot_check(partition, sample, record)
             lines.append(report.describe())
             ok = ok and report.ok
         return StoreVerdict(ok, lines)

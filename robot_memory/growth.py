@@ -1,0 +1,34 @@
+"""The runaway-growth guard (seed 001): past the limit consolidation pauses and a human
+is asked to review; logging goes on up to the hard limit, past which new events are
+refused loudly (never dropped silently). A limit of 0 disables that check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OK, OVER_LIMIT, OVER_HARD_LIMIT = "ok", "over_limit", "over_hard_limit"
+
+
+@dataclass(frozen=True)
+class GrowthGuard:
+    limit_mb: float
+    hard_limit_mb: float = 0.0
+
+    def state(self, size_bytes: int) -> str:
+        size_mb = size_bytes / (1024 * 1024)
+        if self.hard_limit_mb and size_mb >= self.hard_limit_mb:
+            return OVER_HARD_LIMIT
+        if self.limit_mb and size_mb >= self.limit_mb:
+            return OVER_LIMIT
+        return OK
+
+    def describe(self, size_bytes: int) -> str:
+        size_mb = size_bytes / (1024 * 1024)
+        state = self.state(size_bytes)
+        if state == OVER_HARD_LIMIT:
+            return (f"store is {size_mb:.1f} MB, at or above the hard limit "
+                    f"{self.hard_limit_mb:g} MB: new events are refused; human review needed")
+        if state == OVER_LIMIT:
+            return (f"store is {size_mb:.1f} MB, above the growth limit {self.limit_mb:g} MB: "
+                    "consolidation paused; human review needed (archive, or reset a tier)")
+        return f"store is {size_mb:.1f} MB"

@@ -1,0 +1,27 @@
+"""How big the store is, for the growth guard (seed 001: 100 MB in v0.1)."""
+
+from __future__ import annotations
+
+import os
+
+from sqlalchemy import text
+
+from robot_memory.store.episodic import MemoryStore
+from robot_memory.store.integrity import sqlite_path
+from robot_memory.store.schema import metadata
+
+MB = 1024 * 1024
+
+
+def store_size_bytes(store: MemoryStore) -> int:
+    """SQLite: the database file plus its write-ahead log. PostgreSQL: our tables with
+    their indexes (a fleet database may hold other things)."""
+    path = sqlite_path(store.url)
+    if path is not None:
+        return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+    if store.engine.dialect.name == "postgresql":
+        with store.read() as conn:
+            return int(sum(conn.execute(text("SELECT pg_total_relation_size(:t)"),
+                                        {"t": name}).scalar() or 0
+                           for name in metadata.tables))
+    return 0

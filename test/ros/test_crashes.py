@@ -1,0 +1,93 @@
+"""kill -9 of the logger during sustained ingest: after the respawn every acknowledged
+event is there exactly once and the chain verifies."""
+
+import os
+import signal
+import threading
+import time
+
+from robot_memory.event_kinds import EXECUTION_RESULT
+from robot_memory.msg import ExecutionResult, KeyValue
+from robot_memory.srv import RecordEvent
+from robot_memory.store import MemoryStore, verify_chain
+
+from ros.conftest import wait_until
+
+
+def attempt(n: int) -> ExecutionResult:
+    msg = ExecutionResult(skill_id="manipulation.grasp", target_class="glass_cup",
+                          environment="sim_relaxed", success=n % 3 != 0,
+                          intent_id=f"ack-{n}", failure_reason="" if n % 3 else "slipped")
+    msg.parameters = [KeyValue(key="force_n", value=20.0 + n % 10)]
+    msg.header.stamp.sec = 1000 + n
+    return msg
+
+
+class Producer:
+    """A skill that needs acknowledgements: record_event in a loop, remembering what was
+    acknowledged; a call whose answer never comes (the logger died) counts as not."""
+
+    def __init__(self, probe):
+        self.client = probe.create_client(RecordEvent, "record_event")
+        self.acked: dict[str, int] = {}
+        self.unanswered = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        n = 0
+        while not self.stop.is_set():
+            if not self.client.wait_for_service(timeout_sec=0.2):
+                continue
+            future = self.client.call_async(RecordEvent.Request(result=attempt(n)))
+            deadline = time.monotonic() + 3.0
+            while not future.done() and time.monotonic() < deadline:
+                time.sleep(0.002)
+            if future.done() and future.result().accepted:
+                self.acked[f"ack-{n}"] = future.result().event_id
+            elif not future.done():
+                self.unanswered += 1
+            n += 1
+
+
+def test_kill_9_logger_during_ingest_loses_no_acknowledged_event(probe, start_stack, tmp_path,
+                                                                  certified_hash, db_url):
+    stack = start_stack()
+    probe.wait_identity()
+    producer = Producer(probe)
+    producer.thread.start()
+    probe.wait_logger()
+    stop_flood = threading.Event()
+
+    def flood():  # topic traffic alongside, so the kill lands mid-batch
+        i = 0
+        while not stop_flood.is_set():
+            probe.publish_result(stamp_s=5000 + i, intent_id=f"topic-{i}")
+            i += 1
+            time.sleep(0.002)
+
+    flooder = threading.Thread(target=flood, daemon=True)
+    flooder.start()
+    wait_until(lambda: len(producer.acked) >= 40, 60, "40 acknowledged events")
+    os.kill(stack.processes["episodic_logger"].pid, signal.SIGKILL)
+    stack.processes["episodic_logger"].wait()
+    acked_before_kill = len(producer.acked)
+    with open(tmp_path / "stack.log", "ab") as log:
+        stack.respawn("episodic_logger", stdout=log, stderr=log)
+    wait_until(lambda: len(producer.acked) >= acked_before_kill + 20, 60,
+               "acknowledgements from the respawned logger")
+    producer.stop.set()
+    stop_flood.set()
+    producer.thread.join(10)
+    flooder.join(10)
+
+    part = MemoryStore(db_url).partition(certified_hash)
+    stored = {}
+    for event in part.events([EXECUTION_RESULT]):
+        intent = event.payload["intent_id"]
+        assert intent not in stored, f"{intent} stored twice"
+        stored[intent] = event.id
+    for intent, event_id in producer.acked.items():
+        assert stored.get(intent) == event_id, f"acknowledged {intent} missing or moved"
+    assert verify_chain(part).ok
+    assert any(k.startswith("topic-") for k in stored)  # the flood really was logged

@@ -1,6 +1,8 @@
 """Malformed results are rejected with a logged reason and counted; the others are kept."""
 
 import math
+import subprocess
+import sys
 
 from robot_memory.consolidation import EXECUTION_RESULT
 from robot_memory.msg import ExecutionResult
@@ -8,6 +10,19 @@ from robot_memory.ros.qos import EXECUTION_RESULTS_QOS
 from robot_memory.store import MemoryStore
 
 from ros.conftest import stack_log, wait_until
+
+WRONG_TYPE_PUBLISHER = """
+import sys, time, rclpy
+from std_msgs.msg import String
+rclpy.init()
+node = rclpy.create_node("wrong_type_skill", namespace=sys.argv[1])
+publisher = node.create_publisher(String, "execution_results", 10)
+for _ in range(20):
+    publisher.publish(String(data="not an execution result"))
+    time.sleep(0.05)
+node.destroy_node()
+rclpy.shutdown()
+"""
 
 
 def test_malformed_results_are_rejected_counted_and_logged(probe, start_stack, certified_hash,
@@ -46,3 +61,27 @@ def test_extra_result_topics_are_logged(probe, start_stack, certified_hash, db_u
     part = MemoryStore(db_url).partition(certified_hash)
     wait_until(lambda: part.count_events(EXECUTION_RESULT) == 1, 20, "the extra topic's result")
     assert next(part.events([EXECUTION_RESULT])).payload["skill_id"] == "navigation.dock"
+
+
+def test_oversized_wrong_type_and_flood_inputs_leave_the_logger_running(
+        probe, start_stack, certified_hash, db_url):
+    stack = start_stack(max_pending=50, flush_period_s=1.0)
+    probe.wait_identity()
+    probe.wait_logger()
+    probe.publish_result(stamp_s=1, notes="x" * 5000)  # notes are capped at 2048 characters
+    # Another message type on the same topic, from another process: not matched by DDS.
+    subprocess.run([sys.executable, "-c", WRONG_TYPE_PUBLISHER, probe.namespace], check=True,
+                   timeout=60)
+    for i in range(1500):  # far more than max_pending within one flush period
+        probe.publish_result(stamp_s=10 + i * 0.001)
+    diag = wait_until(lambda: (d := probe.diagnostics.get("episodic_logger")) and
+                      int(d.get("rejected.backlog_full", 0)) > 0 and
+                      d.get("queue_depth") == "0" and d, 30, "the flood handled")
+    assert diag["rejected.oversized"] == "1"
+    assert int(diag["written"]) == int(diag["accepted"]) >= 50
+    probe.publish_result(stamp_s=9000, intent_id="after-the-flood")
+    part = MemoryStore(db_url).partition(certified_hash)
+    wait_until(lambda: part.latest_event(EXECUTION_RESULT).payload["intent_id"]
+               == "after-the-flood", 20, "a result after the flood")
+    assert stack.exited() == {}
+    assert "notes:" in stack_log(stack) and "(reason oversized)" in stack_log(stack)

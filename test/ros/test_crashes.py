@@ -1,14 +1,22 @@
-"""kill -9 of the logger during sustained ingest: after the respawn every acknowledged
-event is there exactly once and the chain verifies."""
+"""kill -9 in the middle of work: the logger during sustained ingest (every acknowledged
+event is there exactly once after the respawn, and the chain verifies), the consolidator
+mid-pass (the next pass gives a byte-equal snapshot)."""
 
 import os
+import random
 import signal
 import threading
 import time
 
+from helpers import result_event
+from lifecycle_msgs.msg import State
+from lifecycle_msgs.srv import GetState
+
+from robot_memory.consolidation import consolidation_pass
+from robot_memory.consolidation.consolidation_pass import facts_snapshot
 from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.msg import ExecutionResult, KeyValue
-from robot_memory.srv import RecordEvent
+from robot_memory.srv import Consolidate, RecordEvent
 from robot_memory.store import MemoryStore, verify_chain
 
 from ros.conftest import wait_until
@@ -21,6 +29,15 @@ def attempt(n: int) -> ExecutionResult:
     msg.parameters = [KeyValue(key="force_n", value=20.0 + n % 10)]
     msg.header.stamp.sec = 1000 + n
     return msg
+
+
+def call_or_none(probe, srv_type, name, request, timeout=20.0):
+    """A call that may go unanswered: until discovery drops the killed process, a request
+    can still be routed to it."""
+    try:
+        return probe.call(srv_type, name, request, timeout)
+    except AssertionError:
+        return None
 
 
 class Producer:
@@ -91,3 +108,35 @@ def test_kill_9_logger_during_ingest_loses_no_acknowledged_event(probe, start_st
         assert stored.get(intent) == event_id, f"acknowledged {intent} missing or moved"
     assert verify_chain(part).ok
     assert any(k.startswith("topic-") for k in stored)  # the flood really was logged
+
+
+def test_kill_9_consolidator_mid_pass_then_next_pass_is_byte_equal(probe, start_stack, tmp_path,
+                                                                  certified_hash, db_url):
+    events = [result_event(i * 0.5, success=random.Random(i).random() < 0.7,
+                           force=float(5 * (i % 6)), target=f"object_{i % 40}",
+                           zone=f"zone_{i % 7}", observations={"mass_kg": (i % 13) / 10})
+              for i in range(20000)]
+    reference = MemoryStore(f"sqlite:///{tmp_path / 'reference.db'}").partition(certified_hash)
+    reference.append_many(events)
+    victim = MemoryStore(db_url).partition(certified_hash)
+    victim.append_many(events)
+
+    stack = start_stack(period_s=3600.0, pass_after_new_events=0, full_check_after_boot=False)
+    probe.wait_identity()
+    client = probe.create_client(Consolidate, "consolidate")
+    assert client.wait_for_service(timeout_sec=30)
+    wait_until(lambda: probe.call(GetState, "consolidator/get_state", GetState.Request())
+               .current_state.id == State.PRIMARY_STATE_ACTIVE, 30, "consolidator active")
+    client.call_async(Consolidate.Request(dry_run=False))  # its answer never comes
+    time.sleep(0.4)
+    os.kill(stack.processes["consolidator"].pid, signal.SIGKILL)
+    stack.processes["consolidator"].wait()
+    assert victim.facts() == []  # the killed pass left nothing behind
+    with open(tmp_path / "stack.log", "ab") as log:
+        stack.respawn("consolidator", stdout=log, stderr=log)
+    answer = wait_until(lambda: (r := call_or_none(probe, Consolidate, "consolidate",
+                                                   Consolidate.Request(dry_run=False)))
+                        and r.success and r, 120, "a pass by the respawned consolidator")
+    assert answer.events_read >= 20000
+    consolidation_pass(reference)
+    assert facts_snapshot(victim) == facts_snapshot(reference)

@@ -228,8 +228,9 @@ class EpisodicLogger(ManagedMemoryNode):
 
 
 def main(args=None) -> None:
+    # Accepted results reach the disk before the process goes.
     run_node(EpisodicLogger, args, make_executor=lambda: MultiThreadedExecutor(num_threads=2),
-             before_destroy=lambda node: node.flush())  # accepted results reach the disk before we go
+             before_destroy=lambda node: node.flush())
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 from robot_memory.store.episodic import (FactRow, MemoryStore, NewEvent, Partition, StoredEvent,
                                          StoreError)
-from robot_memory.store.integrity import (ChainReport, StoreVerdict, boot_check, check_store,
-                                          file_problem, sqlite_integrity_problem, verify_chain)
+from robot_memory.store.integrity import (ChainReport, StoreVerdict, boot_check,
+                                          check_store, file_problem,
+                                          sqlite_integrity_problem, verify_chain)
 
 __all__ = ["ChainReport", "FactRow", "MemoryStore", "NewEvent", "Partition", "StoreError",
            "StoredEvent", "StoreVerdict", "boot_check", "check_store", "file_problem", "sqlite_integrity_problem",

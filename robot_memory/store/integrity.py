@@ -79,17 +79,18 @@ def _rehash(partition: Partition, conn: Connection, after_seq: int, until_seq: i
             return checked, ChainReport(ident, False, checked, expected_seq, None,
                                         "event missing (deleted or truncated log)")
         for event_id, seq, kind, stamp_ns, payload_json, prev, event_hash in rows:
-            def broken(reason: str) -> ChainReport:
-                return ChainReport(ident, False, checked, seq, event_id, reason)
             if seq != expected_seq:
                 return checked, ChainReport(ident, False, checked, expected_seq, None,
                                             f"event missing (next present is seq {seq}, "
                                             f"events.id {event_id})")
+            reason = ""
             if prev_hash is not None and prev != prev_hash:
-                return checked, broken("prev_hash does not match the previous event's hash "
-                                       "(event removed, inserted or reordered)")
-            if stored_digest(prev, ident, seq, kind, stamp_ns, payload_json) != event_hash:
-                return checked, broken("event_hash does not match its content (edited event)")
+                reason = ("prev_hash does not match the previous event's hash "
+                          "(event removed, inserted or reordered)")
+            elif stored_digest(prev, ident, seq, kind, stamp_ns, payload_json) != event_hash:
+                reason = "event_hash does not match its content (edited event)"
+            if reason:
+                return checked, ChainReport(ident, False, checked, seq, event_id, reason)
             prev_hash, expected_seq, checked = event_hash, seq + 1, checked + 1
     return checked, None
 

@@ -1,7 +1,6 @@
 """Rules v1 beyond counting: kinds, decay in event time, contested facts, replay, explain."""
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -9,7 +8,7 @@ import time
 
 import pytest
 
-from helpers import result_event
+from helpers import result_event, varied_events
 from robot_memory.consolidation import (KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED,
                                         RulesConfig, consolidation_pass, facts_snapshot,
                                         replay_snapshot)
@@ -120,10 +119,7 @@ def test_explain_lists_supporting_events_and_runs(part):
 
 
 def test_pass_killed_at_any_moment_is_redone_exactly(tmp_path):
-    events = [result_event(i * 0.5, success=random.Random(i).random() < 0.7,
-                           force=float(5 * (i % 6)), target=f"object_{i % 40}",
-                           zone=f"zone_{i % 7}", observations={"mass_kg": (i % 13) / 10})
-              for i in range(20000)]
+    events = varied_events(20000)
     reference = MemoryStore(f"sqlite:///{tmp_path / 'reference.db'}").partition(IDENT)
     reference.append_many(events)
     consolidation_pass(reference)

@@ -3,12 +3,11 @@ event is there exactly once after the respawn, and the chain verifies), the cons
 mid-pass (the next pass gives a byte-equal snapshot)."""
 
 import os
-import random
 import signal
 import threading
 import time
 
-from helpers import result_event
+from helpers import varied_events
 from lifecycle_msgs.msg import State
 from lifecycle_msgs.srv import GetState
 
@@ -112,10 +111,7 @@ def test_kill_9_logger_during_ingest_loses_no_acknowledged_event(probe, start_st
 
 def test_kill_9_consolidator_mid_pass_then_next_pass_is_byte_equal(probe, start_stack, tmp_path,
                                                                   certified_hash, db_url):
-    events = [result_event(i * 0.5, success=random.Random(i).random() < 0.7,
-                           force=float(5 * (i % 6)), target=f"object_{i % 40}",
-                           zone=f"zone_{i % 7}", observations={"mass_kg": (i % 13) / 10})
-              for i in range(20000)]
+    events = varied_events(20000)
     reference = MemoryStore(f"sqlite:///{tmp_path / 'reference.db'}").partition(certified_hash)
     reference.append_many(events)
     victim = MemoryStore(db_url).partition(certified_hash)

@@ -140,20 +140,57 @@ def cmd_replay(args) -> int:
     return 0
 
 
-def cmd_explain(args) -> int:
-    from robot_memory.explain import FactNotFound, explain_fact, find_fact, format_explanation
-    partition = _partition(args)
+def _find_fact(partition, text: str):
+    """FACT argument: a fact id or KIND|KEY."""
+    from robot_memory.explain import FactNotFound, find_fact
     try:
-        if args.fact.isdigit():
-            fact = find_fact(partition, fact_id=int(args.fact))
-        else:
-            kind, sep, key = args.fact.partition("|")
-            if not sep:
-                raise CommandError("FACT is a fact id or KIND|KEY, e.g. "
-                                   "'skill_success_rate|manipulation.grasp + glass_cup + sim'")
-            fact = find_fact(partition, kind=kind, key=key)
+        if text.isdigit():
+            return find_fact(partition, fact_id=int(text))
+        kind, sep, key = text.partition("|")
+        if not sep:
+            raise CommandError("FACT is a fact id or KIND|KEY, e.g. "
+                               "'skill_success_rate|manipulation.grasp + glass_cup + sim'")
+        return find_fact(partition, kind=kind, key=key)
     except FactNotFound as exc:
         raise CommandError(str(exc)) from exc
+
+
+def cmd_override(args) -> int:
+    import time
+
+    from robot_memory.consolidation import overrides as ov
+    partition = _partition(args)
+    stamp = time.time_ns()  # when the operator acted (wall clock)
+    try:
+        if args.action == "fact":
+            try:
+                value = json.loads(args.value)
+            except json.JSONDecodeError as exc:
+                raise CommandError(f"--value: not JSON: {exc}") from exc
+            event = ov.record_operator_fact(partition, args.operator, args.reason, args.kind,
+                                            args.key, value, args.confidence, stamp)
+        elif args.action == "invalidate":
+            event = ov.record_invalidation(partition, args.operator, args.reason,
+                                           _find_fact(partition, args.fact), stamp)
+        elif args.action in ("freeze", "unfreeze"):
+            event = ov.record_freeze(partition, args.operator, args.reason,
+                                     args.action == "freeze", stamp)
+        else:
+            event = ov.record_reset(partition, args.operator, args.reason, stamp,
+                                    Path(args.archive) if args.archive else None)
+    except ov.OverrideError as exc:
+        raise CommandError(str(exc)) from exc
+    details = {k: v for k, v in event.payload.items() if k not in ("operator", "reason")}
+    print(f"override event {event.id} (seq {event.seq}) logged: {canonical_json(details)}")
+    print("it takes effect at the next consolidation pass (the consolidator runs one as soon "
+          "as it sees it; or run `robot-memory consolidate --apply`)")
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from robot_memory.explain import explain_fact, format_explanation
+    partition = _partition(args)
+    fact = _find_fact(partition, args.fact)
     explanation = explain_fact(partition, fact)
     print(canonical_json(explanation) if args.json else format_explanation(explanation))
     return 0
@@ -264,6 +301,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_store(verbs.add_parser("facts", help="list an identity's facts"))
     p.add_argument("--json", action="store_true", help="stable, sorted JSON snapshot")
     p.set_defaults(func=cmd_facts)
+
+    p = verbs.add_parser("override", help="a human correction, logged as an override event "
+                                          "(replay reproduces it)")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def override(name: str, help_text: str):
+        q = with_store(actions.add_parser(name, help=help_text))
+        q.add_argument("--operator", required=True, help="who takes responsibility")
+        q.add_argument("--reason", required=True, help="why (kept in the log)")
+        q.set_defaults(func=cmd_override)
+        return q
+
+    q = override("fact", "append an operator fact (served as active, marked operator/1)")
+    q.add_argument("--kind", required=True)
+    q.add_argument("--key", required=True)
+    q.add_argument("--value", required=True, help="the fact value, a JSON object")
+    q.add_argument("--confidence", type=float, default=1.0)
+    q = override("invalidate", "mark a fact invalid: kept, never served")
+    q.add_argument("fact", metavar="FACT", help="fact id, or KIND|KEY")
+    override("freeze", "stop folding new results until unfreeze (overrides still apply)")
+    override("unfreeze", "resume; the next pass catches up")
+    q = override("reset", "archive the semantic tier to a file (hash logged) and start over")
+    q.add_argument("--archive", help="archive file (default: next to the database)")
 
     p = with_store(verbs.add_parser("verify", help="check the store and hash chain(s); "
                                                    "non-zero with a diagnosis if broken"))

@@ -7,3 +7,4 @@ KNOWLEDGE_CONFLICT_RESOLVED = "knowledge_conflict_resolved"  # ... and agreed ag
 FACT_CONSULTATION = "fact_consultation"  # a grounding answer: requester, intent, facts
 IDENTITY_VERIFICATION = "identity_verification"  # the verifier's boot check passed
 PRIVACY_REJECTION = "privacy_rejection"  # a refused result: field and category, no value
+OVERRIDE = "override"  # a human correction: operator fact, invalidate, freeze, reset

@@ -14,9 +14,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from robot_memory.canonical import canonical_json
+from robot_memory.consolidation.overrides import (fact_as_rendered, override_events,
+                                                  plan_overrides)
 from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND,
                                               STATUS_CONTESTED, STATUS_INVALIDATED,
                                               RenderedFact, RulesConfig, SkipRecord)
@@ -59,15 +61,18 @@ class PassReport:
     previous_run_event_id: int = 0
     duration_s: float = 0.0
     applied: bool = False
+    frozen: bool = False  # an operator froze consolidation: results after it wait
+    overrides_applied: int = 0
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
     def summary(self) -> str:
+        frozen = " [consolidation FROZEN by an operator]" if self.frozen else ""
         return (f"consolidation pass: read {self.events_read} events (seq {self.first_seq}.."
-                f"{self.last_seq}), touched {self.facts_touched} facts, skipped "
-                f"{sum(self.skipped.values())}, conflicts {len(self.conflicts)}, took "
-                f"{self.duration_s * 1000:.1f} ms")
+                f"{self.last_seq}), applied {self.overrides_applied} overrides, touched "
+                f"{self.facts_touched} facts, skipped {sum(self.skipped.values())}, conflicts "
+                f"{len(self.conflicts)}, took {self.duration_s * 1000:.1f} ms{frozen}")
 
 
 class Folder:
@@ -149,6 +154,7 @@ def _state_loader(partition: Partition, conn: Connection):
 
 def _same(old: FactRow, fact: RenderedFact) -> bool:
     return (old.value_json == canonical_json(fact.value) and old.status == fact.status
+            and old.rule_version == fact.rule_version
             and old.confidence == fact.confidence and old.n_observations == fact.n_observations
             and old.last_supporting_event_id == fact.last_supporting_event_id
             and old.last_updated_ns == fact.last_updated_ns)
@@ -157,6 +163,8 @@ def _same(old: FactRow, fact: RenderedFact) -> bool:
 def _conflict_event(change: FactChange) -> dict[str, Any] | None:
     was = change.old.status if change.old else None
     now = change.new.status
+    if STATUS_INVALIDATED in (was, now) or change.new.rule_version != RULE_VERSION:
+        return None  # an operator's doing, logged as the override itself
     if now == STATUS_CONTESTED and was != STATUS_CONTESTED:
         kind = KNOWLEDGE_CONFLICT
     elif was == STATUS_CONTESTED and now != STATUS_CONTESTED:
@@ -174,54 +182,81 @@ def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig()
     started = time.perf_counter()
     report = PassReport(partition.identity_hash)
     with partition.store.read() as conn:
-        run_seq, report.previous_run_event_id, done_seq = checkpoint(partition, conn)
+        run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
+        run_seq, report.previous_run_event_id, done_seq = (
+            (run.seq, run.id, int(run.payload["last_seq"])) if run else (0, 0, 0))
+        done_overrides = int(run.payload.get("override_seq", done_seq)) if run else 0
         until = partition.head()[0]
         if max_events is not None:
             until = min(until, done_seq + max_events)
+        overrides = override_events(partition, conn, until)
+        plan = plan_overrides(overrides)
+        new_overrides = [o for o in overrides if o.seq > done_overrides]
+        reset_pending = plan.reset_seq > done_overrides
+        results_from = max(done_seq, plan.reset_seq)
+        results_until = until if plan.frozen_since is None else \
+            max(results_from, min(until, plan.frozen_since))
+        report.frozen = plan.frozen_since is not None
         seen = {"first_seq": 0, "last_stamp": 0}
 
         def streamed():  # note the range while folding, without holding the events
-            for row in partition.payload_rows(EXECUTION_RESULT, done_seq, until, conn):
+            for row in partition.payload_rows(EXECUTION_RESULT, results_from, results_until,
+                                              conn):
                 seen["first_seq"] = seen["first_seq"] or row[1]
                 if row[2] > seen["last_stamp"]:
                     seen["last_stamp"] = row[2]
                 yield row
 
-        folder = Folder(config, report, _state_loader(partition, conn))
+        # After a reset nothing learnt before counts: start from empty states.
+        folder = Folder(config, report, None if reset_pending else _state_loader(partition, conn))
         folder.fold(streamed())
-        report.first_seq, report.last_seq = seen["first_seq"], until
-        if report.events_read == 0:
+        report.first_seq, report.last_seq = seen["first_seq"], results_until
+        report.overrides_applied = len(new_overrides)
+        if report.events_read == 0 and not new_overrides:
             report.last_seq = done_seq
             report.duration_s = time.perf_counter() - started
             return report
-        rendered = [fact for gid in sorted(folder.states) for fact in folder.render(gid)]
-        existing = {(f.kind, f.key): f for f in partition.facts_by_key(
-            {(f.kind, f.key) for f in rendered}, conn)}
+        rendered = {(f.kind, f.key): f for gid in sorted(folder.states)
+                    for f in folder.render(gid)}
+        keys = set(rendered) | plan.keys_changed_after(done_overrides)
+        existing = {} if reset_pending else \
+            {(f.kind, f.key): f for f in partition.facts_by_key(keys, conn)}
 
-    last_stamp = seen["last_stamp"]
-    for fact in rendered:
-        old = existing.get((fact.kind, fact.key))
-        if old is not None and old.status == STATUS_INVALIDATED:
-            continue  # an operator's invalidation outranks new evidence
-        if old is None or not _same(old, fact):
-            report.changes.append(FactChange(fact.kind, fact.key, old, fact))
+    for key in sorted(keys):
+        evidence = rendered.get(key)
+        if evidence is None and key in existing:
+            evidence = fact_as_rendered(existing[key])
+        fact = plan.finalize(key, evidence)
+        old = existing.get(key)
+        if fact is not None and (old is None or not _same(old, fact)):
+            report.changes.append(FactChange(key[0], key[1], old, fact))
     report.facts_touched = len(report.changes)
     report.conflicts = [c for c in map(_conflict_event, report.changes) if c]
 
     if apply:
-        stamp = stamp_ns if stamp_ns is not None else last_stamp
+        stamp = stamp_ns if stamp_ns is not None else seen["last_stamp"]
         with partition.store.write() as conn:
             if checkpoint(partition, conn)[0] != run_seq:
                 raise ConcurrentPass("another consolidation pass committed first; retry")
+            if reset_pending:
+                _drop_semantic_tier(partition, conn)
             _write_states(partition, conn, folder)
             _write_facts(partition, conn, report.changes)
             audit = [NewEvent(c["event_kind"], {k: v for k, v in c.items() if k != "event_kind"},
                               stamp) for c in report.conflicts]
-            audit.append(NewEvent(CONSOLIDATION_RUN, _run_payload(report), stamp))
+            audit.append(NewEvent(CONSOLIDATION_RUN,
+                                  {**_run_payload(report), "override_seq": until,
+                                   "frozen": report.frozen, "reset": reset_pending}, stamp))
             report.run_event_id = partition.append_in(conn, audit)[-1].id
             report.applied = True
     report.duration_s = time.perf_counter() - started
     return report
+
+
+def _drop_semantic_tier(partition: Partition, conn: Connection) -> None:
+    """A reset (archived and logged by the override): derived rows only, never the log."""
+    for table in (semantic_facts, consolidation_state):
+        conn.execute(delete(table).where(table.c.identity_hash == partition.identity_hash))
 
 
 def _run_payload(report: PassReport) -> dict[str, Any]:
@@ -254,7 +289,7 @@ def _write_states(partition: Partition, conn: Connection, folder: Folder) -> Non
 def _fact_values(fact: RenderedFact) -> dict[str, Any]:
     return {"fact_value_json": canonical_json(fact.value), "status": fact.status,
             "confidence": fact.confidence, "n_observations": fact.n_observations,
-            "rule_version": RULE_VERSION,
+            "rule_version": fact.rule_version,
             "last_supporting_event_id": fact.last_supporting_event_id,
             "last_updated_ns": fact.last_updated_ns}
 
@@ -293,17 +328,21 @@ def facts_snapshot(partition: Partition) -> str:
 def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *,
                     until_seq: int | None = None, until_stamp_ns: int | None = None) -> str:
     """The facts as they were at a point of the log, rebuilt from the events alone in
-    memory (the live store is not touched). Same format as facts_snapshot."""
+    memory (the live store is not touched), overrides applied as the passes apply
+    them. Same format as facts_snapshot."""
     report = PassReport(partition.identity_hash)
     folder = Folder(config, report)
     with partition.store.read() as conn:
         last = until_seq if until_seq is not None else partition.head()[0]
-        rows = partition.payload_rows(EXECUTION_RESULT, 0, last, conn)
+        plan = plan_overrides(override_events(partition, conn, last, until_stamp_ns))
+        results_until = last if plan.frozen_since is None else min(last, plan.frozen_since)
+        rows = partition.payload_rows(EXECUTION_RESULT, plan.reset_seq, results_until, conn)
         if until_stamp_ns is not None:
             rows = (row for row in rows if row[2] <= until_stamp_ns)
         folder.fold(rows)
-    facts = sorted((f for gid in folder.states for f in folder.render(gid)),
-                   key=lambda f: (f.kind, f.key))
+    rendered = {(f.kind, f.key): f for gid in folder.states for f in folder.render(gid)}
+    keys = sorted(set(rendered) | set(plan.operator_facts))
+    facts = [f for f in (plan.finalize(key, rendered.get(key)) for key in keys) if f]
     return canonical_json([snapshot_entry(f.kind, f.key, f.status, f.confidence,
-                                          f.n_observations, RULE_VERSION, f.last_updated_ns,
+                                          f.n_observations, f.rule_version, f.last_updated_ns,
                                           f.value) for f in facts])

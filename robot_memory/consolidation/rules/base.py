@@ -80,6 +80,8 @@ class RenderedFact:
     last_updated_ns: int
     # Statistics of the contradiction test, when it ran (for the knowledge_conflict event).
     conflict: dict[str, Any] | None = None
+    # Rules that made it (an operator's fact says operator/1).
+    rule_version: str = RULE_VERSION
 
 
 class SkipRecord(Exception):

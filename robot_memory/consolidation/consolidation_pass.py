@@ -23,7 +23,7 @@ from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND
                                               STATUS_CONTESTED, STATUS_INVALIDATED,
                                               RenderedFact, RulesConfig, SkipRecord)
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
-                                     KNOWLEDGE_CONFLICT_RESOLVED)
+                                     KNOWLEDGE_CONFLICT_RESOLVED, OVERRIDE)
 from robot_memory.records import InvalidRecord, record_from_payload
 from robot_memory.store.episodic import FactRow, NewEvent, Partition
 from robot_memory.store.schema import consolidation_state, semantic_facts
@@ -134,6 +134,16 @@ def checkpoint(partition: Partition, conn: Connection) -> tuple[int, int, int]:
     if run is None:
         return 0, 0, 0
     return run.seq, run.id, int(run.payload["last_seq"])
+
+
+def overrides_waiting(partition: Partition, conn: Connection) -> bool:
+    """Is there an override event no pass has applied yet?"""
+    latest = partition.latest_event(OVERRIDE, conn=conn)
+    if latest is None:
+        return False
+    run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
+    applied = int(run.payload.get("override_seq", run.payload["last_seq"])) if run else 0
+    return latest.seq > applied
 
 
 def latest_run_id(partition: Partition, conn: Connection) -> int:

@@ -194,3 +194,31 @@ def record_reset(partition: Partition, operator: str, reason: str, stamp_ns: int
                     "facts": len(facts), "states": len(states)})
     return partition.append(OVERRIDE, payload, stamp_ns)
 
+
+
+def record_override(partition: Partition, action: str, operator: str, reason: str,
+                    stamp_ns: int, *, fact_id: int = 0, kind: str = "", key: str = "",
+                    value_json: str = "", confidence: float = 1.0,
+                    archive_path: str = "") -> StoredEvent:
+    """One entry point for an override given as plain fields (the ROS service)."""
+    if action == OPERATOR_FACT:
+        try:
+            value = json.loads(value_json)
+        except json.JSONDecodeError as exc:
+            raise OverrideError(f"value_json: not JSON: {exc}") from exc
+        return record_operator_fact(partition, operator, reason, kind, key, value,
+                                    confidence, stamp_ns)
+    if action == INVALIDATE:
+        wanted = (lambda f: f.id == fact_id) if fact_id else \
+            (lambda f: (f.kind, f.key) == (kind, key))
+        found = [f for f in partition.facts() if wanted(f)]
+        if not found:
+            raise OverrideError(f"no fact {f'id {fact_id}' if fact_id else f'{kind} [{key}]'} "
+                                f"for identity {partition.identity_hash[:12]}")
+        return record_invalidation(partition, operator, reason, found[0], stamp_ns)
+    if action in (FREEZE, UNFREEZE):
+        return record_freeze(partition, operator, reason, action == FREEZE, stamp_ns)
+    if action == RESET_SEMANTIC:
+        return record_reset(partition, operator, reason, stamp_ns,
+                            Path(archive_path) if archive_path else None)
+    raise OverrideError(f"action: {action!r} is not one of {list(ACTIONS)}")

@@ -14,7 +14,9 @@ import sys
 from rclpy.clock import Clock, ClockType
 
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
-from robot_memory.consolidation.consolidation_pass import checkpoint, latest_run_id
+from robot_memory.consolidation.consolidation_pass import (checkpoint, latest_run_id,
+                                                           overrides_waiting)
+from robot_memory.consolidation.overrides import OverrideError, record_override
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.consolidation.rules import STATUS_ACTIVE
 from robot_memory.growth import OK as GROWTH_OK
@@ -26,7 +28,7 @@ from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
-from robot_memory.srv import Consolidate
+from robot_memory.srv import Consolidate, Override
 from robot_memory.store import MemoryStore
 from robot_memory.store.size import MB, store_size_bytes
 
@@ -49,6 +51,8 @@ class Consolidator(ManagedMemoryNode):
         self.promoted_total = 0
         self.conflicts_total = 0
         self.passes = 0
+        self.frozen = False
+        self.overrides = 0
         self.last_report = None
         self.last_error = ""
         self.facts_publisher = self.create_publisher(SemanticFactArray, "facts", FACTS_QOS)
@@ -59,6 +63,7 @@ class Consolidator(ManagedMemoryNode):
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
                           clock=wall)
         self.create_service(Consolidate, "consolidate", self.on_consolidate_request)
+        self.create_service(Override, "override", self.on_override_request)
         if self.params["pass_after_new_events"] > 0:
             self.create_timer(self.params["new_event_poll_period_s"], self.on_poll_timer,
                               clock=wall)
@@ -84,7 +89,9 @@ class Consolidator(ManagedMemoryNode):
             return
         with self.partition.store.read() as conn:
             waiting = self.partition.head()[0] - checkpoint(self.partition, conn)[2]
-        if waiting >= self.params["pass_after_new_events"]:
+            overrides = overrides_waiting(self.partition, conn)
+        if overrides or (waiting >= self.params["pass_after_new_events"]
+                         and not self.frozen):
             self.run_pass()
 
     def on_consolidate_request(self, request, response):
@@ -100,6 +107,31 @@ class Consolidator(ManagedMemoryNode):
         response.events_read, response.facts_touched = report.events_read, report.facts_touched
         response.events_skipped = sum(report.skipped.values())
         response.run_event_id = report.run_event_id or 0
+        return response
+
+    def on_override_request(self, request, response):
+        """Log the override, then apply it with a pass at once (facts and delta follow)."""
+        if self.partition is None:
+            response.reason = f"inactive: {self.inactive_reason}"
+            return response
+        try:
+            event = record_override(self.partition, request.action, request.operator_name,
+                                    request.reason, self.get_clock().now().nanoseconds,
+                                    fact_id=request.fact_id, kind=request.kind,
+                                    key=request.key, value_json=request.value_json,
+                                    confidence=request.confidence,
+                                    archive_path=request.archive_path)
+        except OverrideError as exc:
+            response.reason = str(exc)
+            return response
+        self.overrides += 1
+        self.get_logger().warning(f"override {request.action} by {request.operator_name!r} "
+                                  f"(event {event.id}): {request.reason}")
+        response.success, response.event_id = True, event.id
+        report = self.run_pass()
+        response.run_event_id = (report.run_event_id or 0) if report else 0
+        if report is None:
+            response.reason = f"logged; the pass that applies it failed: {self.last_error}"
         return response
 
     def run_pass(self, apply: bool = True):
@@ -126,7 +158,8 @@ class Consolidator(ManagedMemoryNode):
             self.get_logger().error(f"consolidation pass failed: {exc}")
             return None
         self.last_error = ""
-        if not apply or report.events_read == 0:
+        self.frozen = report.frozen
+        if not report.applied:
             return report
         self.passes += 1
         self.last_report = report
@@ -183,6 +216,7 @@ class Consolidator(ManagedMemoryNode):
                   "promoted_total": self.promoted_total,
                   "conflicts_total": self.conflicts_total,
                   "paused_passes": self.paused_passes,
+                  "frozen": str(self.frozen).lower(), "overrides": self.overrides,
                   "store_size_mb": round(self.store_size / MB, 3)}
         if report is not None:
             values.update({"last_pass_duration_ms": round(report.duration_s * 1000, 3),
@@ -198,6 +232,8 @@ class Consolidator(ManagedMemoryNode):
             level, message = WARN, self.guard.describe(self.store_size)
         elif self.last_error:
             level, message = ERROR, f"last pass failed: {self.last_error}"
+        elif self.frozen:
+            level, message = WARN, "consolidation FROZEN by an operator (override unfreeze)"
         else:
             level, message = OK, "consolidating"
         self.diagnostics.publish(level, message, values)

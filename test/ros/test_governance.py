@@ -2,6 +2,8 @@
 guard, integrity gating through the lifecycle, and isolation of identities."""
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from lifecycle_msgs.msg import State
@@ -10,7 +12,7 @@ from lifecycle_msgs.srv import GetState
 from robot_memory.consolidation import consolidation_pass
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
 from robot_memory.msg import ExecutionResult, IdentityStatus, KeyValue
-from robot_memory.srv import ExplainFact, RecordEvent
+from robot_memory.srv import Consolidate, ExplainFact, Override, RecordEvent
 from robot_memory.store import MemoryStore, boot_check
 from helpers import result_event
 
@@ -168,3 +170,39 @@ def test_another_identity_is_invisible_through_the_nodes(probe, start_stack, cer
     assert record(probe, result(3)).accepted
     assert other.head() == other_head and other.facts()[0] == other_fact
     assert MemoryStore(db_url).partition(certified_hash).count_events(EXECUTION_RESULT) == 1
+
+
+def test_override_service_and_cli_take_effect_on_the_running_stack(probe, start_stack,
+                                                                   certified_hash, db_url):
+    part = MemoryStore(db_url).partition(certified_hash)
+    part.append_many([result_event(i) for i in range(8)])
+    start_stack(period_s=3600.0)
+    probe.wait_identity()
+    wait_active(probe, "grounding_server")
+    wait_active(probe, "consolidator")
+    assert probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=False)).success
+    served = wait_until(lambda: (a := probe.grounding.query(
+        "manipulation.grasp", "glass_cup", "sim_relaxed")).status == "OK" and a, 20, "a fact")
+    fact = next(f for f in served.facts if f.kind == "skill_success_rate")
+
+    refused = probe.call(Override, "override", Override.Request(
+        action=Override.Request.ACTION_INVALIDATE, operator_name="alice", reason="",
+        fact_id=fact.fact_id))
+    assert not refused.success and refused.reason.startswith("reason: required")
+    done = probe.call(Override, "override", Override.Request(
+        action=Override.Request.ACTION_INVALIDATE, operator_name="alice",
+        reason="wrong gripper fitted during those trials", fact_id=fact.fact_id))
+    assert done.success and done.event_id > 0 and done.run_event_id > done.event_id
+    wait_until(lambda: all(f.kind != "skill_success_rate" for f in probe.grounding.query(
+        "manipulation.grasp", "glass_cup", "sim_relaxed").facts), 20,
+        "the grounding server to stop serving the invalidated fact")
+    assert {f.key: f.status for f in part.facts()}[fact.key] == "invalidated"
+
+    # The CLI only logs the override; the running consolidator applies it on its own.
+    freeze = subprocess.run([sys.executable, "-m", "robot_memory.cli", "override", "freeze",
+                             "--db", db_url, "--identity", certified_hash,
+                             "--operator", "bob", "--reason", "maintenance"],
+                            capture_output=True, text=True, timeout=60)
+    assert freeze.returncode == 0, freeze.stderr
+    wait_until(lambda: (d := probe.diagnostics.get("consolidator")) and d.get("frozen") == "true",
+               20, "the consolidator to report FROZEN")

@@ -99,3 +99,7 @@ else
   echo "$want" > "$VENV/.editable.sha256"
   step "robot-memory command" "installed"
 fi
+
+# 6. PostgreSQL server binaries for the fleet-store tests (each test run starts its own
+#    server on loopback and removes it).
+bash "$ROOT/scripts/ensure_postgres.sh"

@@ -23,3 +23,7 @@ def manifest_file(tmp_path):
 @pytest.fixture
 def db_url(tmp_path):
     return f"sqlite:///{tmp_path / 'memory.db'}"
+
+
+# A real PostgreSQL server, started once per session when a test asks for it.
+from postgres_server import pg_server, pg_url  # noqa: E402,F401

@@ -8,16 +8,27 @@ to one identity hash: there is no call that reads or writes another identity's r
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy.dialects import postgresql
 
 from robot_memory.canonical import canonical_json, sha256_hex
 from robot_memory.store.engine import create_store_engine
 from robot_memory.store.guards import install_append_only_guards
-from robot_memory.store.schema import (GENESIS_HASH, SCHEMA_VERSION, chain_heads, events,
-                                       metadata, semantic_facts, store_info)
+from robot_memory.store.schema import (
+    GENESIS_HASH,
+    SCHEMA_VERSION,
+    chain_heads,
+    events,
+    metadata,
+    semantic_facts,
+    store_info,
+)
+
+SCHEMA_LOCK_KEY = 0x524D454D  # pg_advisory_xact_lock key for schema creation
 
 
 class StoreError(Exception):
@@ -83,7 +94,14 @@ class MemoryStore:
         self.url = url
         self.engine = create_store_engine(url, synchronous)
         self._writer = self.engine.execution_options(write=True)
+        # SQLite's read transactions are snapshots already; PostgreSQL's default (read
+        # committed) would let a multi-statement read see two different states.
+        self._reader = (self.engine.execution_options(isolation_level="REPEATABLE READ")
+                        if self.engine.dialect.name == "postgresql" else self.engine)
         with self.write() as conn:
+            if conn.dialect.name == "postgresql":
+                # Robots of a fleet may open a new database at once: one creates the schema.
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
             metadata.create_all(conn)
             install_append_only_guards(conn)
             version = conn.execute(select(store_info.c.value).where(
@@ -97,13 +115,13 @@ class MemoryStore:
 
     def read(self):
         """A read transaction (a consistent snapshot)."""
-        return self.engine.begin()
+        return self._reader.begin()
 
     def write(self):
         """A write transaction that holds the store's write lock from its start."""
         return self._writer.begin()
 
-    def partition(self, identity_hash: str) -> "Partition":
+    def partition(self, identity_hash: str) -> Partition:
         return Partition(self, identity_hash)
 
     def identities(self) -> list[str]:
@@ -161,8 +179,13 @@ class Partition:
                  .where(chain_heads.c.identity_hash == self.identity_hash).with_for_update())
         head = conn.execute(query).first()
         if head is None:
-            conn.execute(insert(chain_heads).values(identity_hash=self.identity_hash, seq=0,
-                                                    event_hash=GENESIS_HASH))
+            values = dict(identity_hash=self.identity_hash, seq=0, event_hash=GENESIS_HASH)
+            if conn.dialect.name == "postgresql":
+                # Two writers may start a new identity at once; the row lock does the rest.
+                conn.execute(postgresql.insert(chain_heads).values(**values)
+                             .on_conflict_do_nothing(index_elements=["identity_hash"]))
+            else:  # SQLite's write transaction already holds the whole database
+                conn.execute(insert(chain_heads).values(**values))
             head = conn.execute(query).first()
         return head.seq, head.event_hash
 

@@ -15,9 +15,10 @@ _SQLITE = [
         BEGIN SELECT RAISE(ABORT, '{REFUSAL} (DELETE refused)'); END""",
 ]
 
+# `%%`: psycopg reads `%` as a placeholder even in a statement without parameters.
 _POSTGRESQL = [
     f"""CREATE OR REPLACE FUNCTION robot_memory_refuse_change() RETURNS trigger AS $$
-        BEGIN RAISE EXCEPTION '{REFUSAL} (% refused)', TG_OP; END; $$ LANGUAGE plpgsql""",
+        BEGIN RAISE EXCEPTION '{REFUSAL} (%% refused)', TG_OP; END; $$ LANGUAGE plpgsql""",
     "DROP TRIGGER IF EXISTS events_refuse_change ON events",
     """CREATE TRIGGER events_refuse_change BEFORE UPDATE OR DELETE ON events
         FOR EACH ROW EXECUTE FUNCTION robot_memory_refuse_change()""",

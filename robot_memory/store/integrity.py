@@ -263,7 +263,8 @@ def check_store(url: str, identity_hash: str | None = None, full: bool = False,
             problem = sqlite_integrity_problem(store)
             if problem:
                 return StoreVerdict(False, [problem])
-            lines.append("SQLite integrity_check: ok")
+            if store.engine.dialect.name == "sqlite":
+                lines.append("SQLite integrity_check: ok")
         identities = [identity_hash] if identity_hash else store.identities()
         ok = True
         for ident in identities:

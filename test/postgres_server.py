@@ -1,0 +1,82 @@
+"""A real PostgreSQL server for the fleet-store tests: initdb into a temporary folder,
+started on a free loopback port with its own socket folder, one fresh database per test,
+stopped (pg_ctl stop -m fast) at the end of the session. Nothing outside the folder is
+touched. As root the server runs as the `postgres` system user (initdb refuses root)."""
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+
+def _server_bin_dir() -> Path:
+    found = shutil.which("initdb")
+    if found and shutil.which("pg_ctl"):
+        return Path(found).resolve().parent
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if candidates:
+        return Path(candidates[-1]).parent
+    pytest.fail("PostgreSQL server binaries (initdb, pg_ctl) not found: "
+                "scripts/ensure_postgres.sh installs Debian's postgresql package")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _as_server_user(command: list[str]) -> list[str]:
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+def _run(command: list[str], timeout: float) -> None:
+    done = subprocess.run(_as_server_user(command), capture_output=True, text=True,
+                          timeout=timeout)
+    if done.returncode != 0:
+        pytest.fail(f"{Path(command[0]).name} failed ({done.returncode}): "
+                    f"{done.stderr.strip() or done.stdout.strip()}")
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """The admin URL (no database) of a running throwaway server."""
+    bin_dir = _server_bin_dir()
+    # Not under pytest's tmp folder: the server user must be able to reach it.
+    root = Path(tempfile.mkdtemp(prefix="robot_memory_pg_"))
+    data, sockets = root / "data", root / "sockets"
+    sockets.mkdir()
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres")
+        shutil.chown(sockets, "postgres")
+    port = _free_port()
+    _run([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+          "-E", "UTF8", "--no-sync"], timeout=120)
+    options = (f"-h 127.0.0.1 -p {port} -k {sockets} -c fsync=off "
+               "-c max_connections=60 -c shared_buffers=32MB")
+    _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options,
+          "-l", str(root / "server.log"), "-w", "-t", "60", "start"], timeout=90)
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}"
+    finally:
+        subprocess.run(_as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast",
+                                        "-w", "stop"]), capture_output=True, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A fresh, empty database on the test server."""
+    name = f"rm_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(f"{pg_server}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return f"{pg_server}/{name}"

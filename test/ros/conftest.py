@@ -54,6 +54,7 @@ class Probe(Node):
         self.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
                                  DIAGNOSTICS_QOS)
         self.grounding = GroundingClient(self, timeout_s=5.0)
+        self._kept_clients = {}
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
@@ -62,12 +63,16 @@ class Probe(Node):
                 self.diagnostics[node] = {kv.key: kv.value for kv in status.values}
 
     def call(self, srv_type, name: str, request, timeout: float = 30.0):
-        """Call a service of the stack synchronously (the executor spins elsewhere)."""
-        client = self.create_client(srv_type, name)
+        """Call a service of the stack synchronously (the executor spins elsewhere).
+
+        Clients are kept: a new client's response reader may not be matched yet when
+        wait_for_service returns, and DDS then drops the answer."""
+        client = self._kept_clients.get((srv_type, name))
+        if client is None:
+            client = self._kept_clients[(srv_type, name)] = self.create_client(srv_type, name)
         assert client.wait_for_service(timeout_sec=timeout), f"service {name} not available"
         future = client.call_async(request)
         wait_until(future.done, timeout, f"an answer from {name}")
-        self.destroy_client(client)
         return future.result()
 
     def wait_identity(self, timeout: float = 30.0) -> IdentityStatus:

@@ -36,7 +36,13 @@ def record(probe, msg, timeout=30.0):
 
 
 def lifecycle_state(probe, node: str) -> int:
-    return probe.call(GetState, f"{node}/get_state", GetState.Request()).current_state.id
+    """The node's state; a lost answer (DDS under load) is asked again."""
+    def ask():
+        try:
+            return probe.call(GetState, f"{node}/get_state", GetState.Request(), timeout=5.0)
+        except AssertionError:
+            return None
+    return wait_until(ask, 30, f"{node}/get_state").current_state.id
 
 
 def wait_active(probe, node="episodic_logger"):

@@ -18,10 +18,19 @@ def store_size_bytes(store: MemoryStore) -> int:
     their indexes (a fleet database may hold other things)."""
     path = sqlite_path(store.url)
     if path is not None:
-        return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+        return sum(_size_or_zero(p) for p in (path, path + "-wal"))
     if store.engine.dialect.name == "postgresql":
         with store.read() as conn:
             return int(sum(conn.execute(text("SELECT pg_total_relation_size(:t)"),
                                         {"t": name}).scalar() or 0
                            for name in metadata.tables))
     return 0
+
+
+def _size_or_zero(path: str) -> int:
+    """A file that may vanish at any moment: SQLite deletes the WAL when the last
+    connection closes, between any exists() and getsize() we could do."""
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        return 0

@@ -26,14 +26,17 @@ from robot_memory.ros.qos import (DIAGNOSTICS_QOS, EXECUTION_RESULTS_QOS, FACTS_
 _names = itertools.count()
 
 
-def wait_until(predicate, timeout: float, what: str):
+def wait_until(predicate, timeout: float, what):
+    """Poll until predicate() is truthy; `what` (text, or a callable for a message
+    that reports the state at the time of failure) names it in the error."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout} s waiting for "
+                                 f"{what() if callable(what) else what}")
         time.sleep(0.05)
 
 

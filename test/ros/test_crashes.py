@@ -47,14 +47,21 @@ class Producer:
         self.client = probe.create_client(RecordEvent, "record_event")
         self.acked: dict[str, int] = {}
         self.unanswered = 0
+        self.calls = 0
+        self.refusals: list[str] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def __str__(self) -> str:
+        return (f"{self.calls} calls: {len(self.acked)} acknowledged, {self.unanswered} "
+                f"unanswered, refused {self.refusals[-3:]}")
 
     def run(self) -> None:
         n = 0
         while not self.stop.is_set():
             if not self.client.wait_for_service(timeout_sec=0.2):
                 continue
+            self.calls += 1
             future = self.client.call_async(RecordEvent.Request(result=attempt(n)))
             deadline = time.monotonic() + 3.0
             while not future.done() and time.monotonic() < deadline:
@@ -63,6 +70,8 @@ class Producer:
                 self.acked[f"ack-{n}"] = future.result().event_id
             elif not future.done():
                 self.unanswered += 1
+            else:
+                self.refusals.append(future.result().reason)
             n += 1
 
 
@@ -84,7 +93,7 @@ def test_kill_9_logger_during_ingest_loses_no_acknowledged_event(probe, start_st
 
     flooder = threading.Thread(target=flood, daemon=True)
     flooder.start()
-    wait_until(lambda: len(producer.acked) >= 40, 60, "40 acknowledged events")
+    wait_until(lambda: len(producer.acked) >= 40, 60, lambda: f"40 acknowledged events ({producer})")
     os.kill(stack.processes["episodic_logger"].pid, signal.SIGKILL)
     stack.processes["episodic_logger"].wait()
     acked_before_kill = len(producer.acked)

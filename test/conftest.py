@@ -26,4 +26,4 @@ def db_url(tmp_path):
 
 
 # A real PostgreSQL server, started once per session when a test asks for it.
-from postgres_server import pg_server, pg_url  # noqa: E402,F401
+from postgres_server import own_pg_server, pg_server, pg_url  # noqa: E402,F401

@@ -45,38 +45,72 @@ def _run(command: list[str], timeout: float) -> None:
                     f"{done.stderr.strip() or done.stdout.strip()}")
 
 
+class PostgresServer:
+    """A throwaway server: its own data and socket folders, a free loopback port."""
+
+    def __init__(self):
+        self.bin_dir = _server_bin_dir()
+        # Not under pytest's tmp folder: the server user must be able to reach it.
+        self.root = Path(tempfile.mkdtemp(prefix="robot_memory_pg_"))
+        self.data, sockets = self.root / "data", self.root / "sockets"
+        sockets.mkdir()
+        if os.geteuid() == 0:
+            shutil.chown(self.root, "postgres")
+            shutil.chown(sockets, "postgres")
+        self.port = _free_port()
+        self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}"
+        self.options = (f"-h 127.0.0.1 -p {self.port} -k {sockets} -c fsync=off "
+                        "-c max_connections=60 -c shared_buffers=32MB")
+        _run([str(self.bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres",
+              "--auth=trust", "-E", "UTF8", "--no-sync"], timeout=120)
+
+    def start(self) -> None:
+        _run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-o", self.options,
+              "-l", str(self.root / "server.log"), "-w", "-t", "60", "start"], timeout=90)
+
+    def stop(self) -> None:
+        """Fast shutdown: open sessions are ended, as in a server restart."""
+        subprocess.run(_as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data),
+                                        "-m", "fast", "-w", "stop"]),
+                       capture_output=True, timeout=60)
+
+    def new_database(self) -> str:
+        """The URL of a fresh, empty database."""
+        name = f"rm_{uuid.uuid4().hex[:12]}"
+        admin = create_engine(f"{self.url}/postgres", isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
+        return f"{self.url}/{name}"
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def pg_server():
-    """The admin URL (no database) of a running throwaway server."""
-    bin_dir = _server_bin_dir()
-    # Not under pytest's tmp folder: the server user must be able to reach it.
-    root = Path(tempfile.mkdtemp(prefix="robot_memory_pg_"))
-    data, sockets = root / "data", root / "sockets"
-    sockets.mkdir()
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres")
-        shutil.chown(sockets, "postgres")
-    port = _free_port()
-    _run([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-          "-E", "UTF8", "--no-sync"], timeout=120)
-    options = (f"-h 127.0.0.1 -p {port} -k {sockets} -c fsync=off "
-               "-c max_connections=60 -c shared_buffers=32MB")
-    _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options,
-          "-l", str(root / "server.log"), "-w", "-t", "60", "start"], timeout=90)
+    """A running server shared by the session's tests."""
+    server = PostgresServer()
+    server.start()
     try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}"
+        yield server
     finally:
-        subprocess.run(_as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast",
-                                        "-w", "stop"]), capture_output=True, timeout=60)
-        shutil.rmtree(root, ignore_errors=True)
+        server.remove()
+
+
+@pytest.fixture
+def own_pg_server():
+    """A running server of the test's own, which it may stop and start."""
+    server = PostgresServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.remove()
 
 
 @pytest.fixture
 def pg_url(pg_server):
-    """A fresh, empty database on the test server."""
-    name = f"rm_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(f"{pg_server}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return f"{pg_server}/{name}"
+    """A fresh, empty database on the session's server."""
+    return pg_server.new_database()

@@ -87,9 +87,14 @@ class Consolidator(ManagedMemoryNode):
         """Run early when enough events wait (a cheap read of the chain head)."""
         if self.partition is None:
             return
-        with self.partition.store.read() as conn:
-            waiting = self.partition.head()[0] - checkpoint(self.partition, conn)[2]
-            overrides = overrides_waiting(self.partition, conn)
+        try:
+            with self.partition.store.read() as conn:
+                waiting = self.partition.head()[0] - checkpoint(self.partition, conn)[2]
+                overrides = overrides_waiting(self.partition, conn)
+        except Exception as exc:  # the store is away (server restart, lock): poll again
+            self.last_error = f"cannot read the store: {exc}"
+            self.get_logger().warning(self.last_error, throttle_duration_sec=60.0)
+            return
         if overrides or (waiting >= self.params["pass_after_new_events"]
                          and not self.frozen):
             self.run_pass()
@@ -139,7 +144,12 @@ class Consolidator(ManagedMemoryNode):
         (logged, and the reason kept in last_error)."""
         if self.partition is None:
             return None
-        self.store_size = store_size_bytes(self.partition.store)
+        try:
+            self.store_size = store_size_bytes(self.partition.store)
+        except Exception as exc:  # a failed measurement must not kill the node either
+            self.last_error = f"cannot measure the store: {exc}"
+            self.get_logger().error(self.last_error, throttle_duration_sec=60.0)
+            return None
         if apply and self.guard.state(self.store_size) != GROWTH_OK:
             self.paused_passes += 1
             self.last_error = self.guard.describe(self.store_size)

@@ -193,7 +193,12 @@ class EpisodicLogger(ManagedMemoryNode):
     def _measure_store(self) -> None:
         if self.partition is None:
             return
-        self.store_size = store_size_bytes(self.partition.store)
+        try:
+            self.store_size = store_size_bytes(self.partition.store)
+        except Exception as exc:  # keep logging on the last known size; never die here
+            self.get_logger().warning(f"cannot measure the store: {exc}",
+                                      throttle_duration_sec=60.0)
+            return
         state = self.guard.state(self.store_size)
         if state != self.growth_state and state != GROWTH_OK:
             self.get_logger().warning(self.guard.describe(self.store_size))

@@ -88,9 +88,7 @@ class PostgresServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def pg_server():
-    """A running server shared by the session's tests."""
+def _running_server():
     server = PostgresServer()
     server.start()
     try:
@@ -99,15 +97,10 @@ def pg_server():
         server.remove()
 
 
-@pytest.fixture
-def own_pg_server():
-    """A running server of the test's own, which it may stop and start."""
-    server = PostgresServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.remove()
+# A running server shared by the session's tests.
+pg_server = pytest.fixture(scope="session", name="pg_server")(_running_server)
+# A running server of the test's own, which it may stop and start.
+own_pg_server = pytest.fixture(name="own_pg_server")(_running_server)
 
 
 @pytest.fixture

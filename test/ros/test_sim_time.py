@@ -8,6 +8,7 @@ from robot_memory.consolidation import EXECUTION_RESULT
 from robot_memory.store import MemoryStore
 
 from ros.conftest import wait_until
+from ros.test_governance import wait_active
 
 
 def publish_clock(publisher, seconds: float) -> None:
@@ -20,6 +21,8 @@ def test_consolidation_follows_sim_time(probe, start_stack, certified_hash, db_u
     clock = probe.create_publisher(Clock, "/clock", 10)
     start_stack(use_sim_time=True, period_s=30.0)
     probe.wait_identity()
+    # The pass timer exists only once the consolidator is active: let it see every jump.
+    wait_active(probe, "consolidator")
     probe.wait_logger()
     wait_until(lambda: clock.get_subscription_count() >= 3, 20, "nodes on /clock")
     for _ in range(10):

@@ -30,11 +30,13 @@ from robot_memory.demo.scenario import (ATTEMPT_SECONDS, ENVIRONMENT, SKILL, TAR
                                         glass_cup_attempts)
 from robot_memory.manifest import load_manifest
 from robot_memory.msg import ExecutionResult, IdentityStatus, KeyValue, SemanticFactArray
+from robot_memory.ros.matching import wait_for_subscriber
 from robot_memory.ros.qos import EXECUTION_RESULTS_QOS, FACTS_QOS, IDENTITY_STATUS_QOS
 
 EXAMPLE_MANIFEST = Path(__file__).resolve().parent.parent / "config" / "example_manifest.yaml"
 SIM_START_S = 1000.0
 SIM_RATE = 5.0  # sim seconds per wall second
+LOG_TAIL_LINES = 40  # of the nodes' log, printed when the demo fails
 
 
 class SimClock(Node):
@@ -104,6 +106,10 @@ def _wait(predicate, timeout_s: float, what: str) -> None:
         time.sleep(0.05)
 
 
+def _tail(path: Path, lines: int) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
 def _say(text: str) -> None:
     print(text, flush=True)
 
@@ -147,7 +153,8 @@ def run_demo(db_url: str = "", period_s: float = 2.0, keep: bool = False) -> int
              f"({before.reason_code}: {before.reason})")
         ok &= before.status == "ABSTAIN"
 
-        _wait(lambda: planner.results.get_subscription_count() > 0, 60, "episodic_logger")
+        if not wait_for_subscriber(planner.results, 60):
+            raise TimeoutError("timed out after 60 s waiting for episodic_logger to subscribe")
         sent = planner.publish_attempts()
         _say(f"[demo] grasp skill published {sent} results "
              "(3 x 5 N slipped, 1 x 15 N slipped, 12 x 25 N success), sim-time stamps")
@@ -167,9 +174,16 @@ def run_demo(db_url: str = "", period_s: float = 2.0, keep: bool = False) -> int
         ok &= same
     except (TimeoutError, RuntimeError) as exc:
         _say(f"[demo] FAILED: {exc}")
+        _say(f"[demo] facts seen cover {planner.fact_count()} observations; "
+             f"last lines of {workdir / 'nodes.log'}:")
+        node_log.flush()
+        _say(_tail(workdir / "nodes.log", LOG_TAIL_LINES))
         ok = False
     finally:
         executor.shutdown()
+        spinner.join(timeout=5)
+        for node in (clock, planner):
+            node.destroy_node()
         rclpy.try_shutdown()
         stack.stop()
         node_log.close()

@@ -15,7 +15,7 @@ import threading
 import uuid
 
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 from robot_memory.audit import AuditWriter
@@ -69,9 +69,15 @@ class GroundingServer(ManagedMemoryNode):
                                     clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._companion_executor = SingleThreadedExecutor(context=self.context)
         self._companion_executor.add_node(self.companion)
-        self._companion_thread = threading.Thread(target=self._companion_executor.spin,
+        self._companion_thread = threading.Thread(target=self._spin_companion,
                                                   name="grounding_index", daemon=True)
         self._companion_thread.start()
+
+    def _spin_companion(self) -> None:
+        try:
+            self._companion_executor.spin()
+        except ExternalShutdownException:  # the process is stopping: nothing to report
+            pass
 
     def start(self, identity_hash: str) -> None:
         partition = MemoryStore(self.params["database_url"]).partition(identity_hash)

@@ -20,6 +20,7 @@ from robot_memory.bringup import Stack
 from robot_memory.client import GroundingClient
 from robot_memory.manifest import load_manifest
 from robot_memory.msg import ExecutionResult, IdentityStatus, KeyValue, SemanticFactArray
+from robot_memory.ros.matching import wait_for_subscriber
 from robot_memory.ros.qos import (DIAGNOSTICS_QOS, EXECUTION_RESULTS_QOS, FACTS_QOS,
                                   IDENTITY_STATUS_QOS)
 
@@ -82,8 +83,7 @@ class Probe(Node):
         return wait_until(lambda: self.identity and self.identity[-1], timeout, "identity_status")
 
     def wait_logger(self, timeout: float = 30.0) -> None:
-        wait_until(lambda: self.results.get_subscription_count() > 0, timeout,
-                   "episodic_logger to subscribe")
+        assert wait_for_subscriber(self.results, timeout), "episodic_logger did not subscribe"
 
     def wait_fact(self, predicate, timeout: float = 30.0):
         def found():

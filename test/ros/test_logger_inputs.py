@@ -7,6 +7,7 @@ import sys
 from robot_memory.consolidation import EXECUTION_RESULT
 from robot_memory.msg import ExecutionResult
 from robot_memory.ros.qos import EXECUTION_RESULTS_QOS
+from robot_memory.ros.matching import wait_for_subscriber
 from robot_memory.store import MemoryStore
 
 from ros.conftest import stack_log, wait_until
@@ -56,7 +57,7 @@ def test_extra_result_topics_are_logged(probe, start_stack, certified_hash, db_u
     probe.wait_identity()
     probe.wait_logger()
     extra = probe.create_publisher(ExecutionResult, "arm/results", EXECUTION_RESULTS_QOS)
-    wait_until(lambda: extra.get_subscription_count() > 0, 20, "logger on arm/results")
+    assert wait_for_subscriber(extra, 20), "the logger did not subscribe to arm/results"
     probe.publish_result(stamp_s=7, skill_id="navigation.dock", publisher=extra)
     part = MemoryStore(db_url).partition(certified_hash)
     wait_until(lambda: part.count_events(EXECUTION_RESULT) == 1, 20, "the extra topic's result")

@@ -196,7 +196,7 @@ def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig()
         run_seq, report.previous_run_event_id, done_seq = (
             (run.seq, run.id, int(run.payload["last_seq"])) if run else (0, 0, 0))
         done_overrides = int(run.payload.get("override_seq", done_seq)) if run else 0
-        until = partition.head()[0]
+        until = partition.head(conn)[0]
         if max_events is not None:
             until = min(until, done_seq + max_events)
         overrides = override_events(partition, conn, until)
@@ -343,7 +343,7 @@ def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *
     report = PassReport(partition.identity_hash)
     folder = Folder(config, report)
     with partition.store.read() as conn:
-        last = until_seq if until_seq is not None else partition.head()[0]
+        last = until_seq if until_seq is not None else partition.head(conn)[0]
         plan = plan_overrides(override_events(partition, conn, last, until_stamp_ns))
         results_until = last if plan.frozen_since is None else min(last, plan.frozen_since)
         rows = partition.payload_rows(EXECUTION_RESULT, plan.reset_seq, results_until, conn)

@@ -172,6 +172,7 @@ def record_reset(partition: Partition, operator: str, reason: str, stamp_ns: int
     if path.exists():
         raise OverrideError(f"archive: {path} exists; choose another path")
     with partition.store.read() as conn:
+        head_seq = partition.head(conn)[0]
         facts = partition.facts(conn=conn)
         states = conn.execute(select(consolidation_state.c.fact_kind,
                                      consolidation_state.c.fact_key,
@@ -180,7 +181,7 @@ def record_reset(partition: Partition, operator: str, reason: str, stamp_ns: int
                                      == partition.identity_hash)
                               .order_by(consolidation_state.c.fact_kind,
                                         consolidation_state.c.fact_key)).all()
-    archive = {"identity_hash": partition.identity_hash, "head_seq": partition.head()[0],
+    archive = {"identity_hash": partition.identity_hash, "head_seq": head_seq,
                "facts": [{"kind": f.kind, "key": f.key, "status": f.status,
                           "confidence": f.confidence, "n_observations": f.n_observations,
                           "rule_version": f.rule_version, "value": f.value} for f in facts],

@@ -89,7 +89,7 @@ class Consolidator(ManagedMemoryNode):
             return
         try:
             with self.partition.store.read() as conn:
-                waiting = self.partition.head()[0] - checkpoint(self.partition, conn)[2]
+                waiting = self.partition.head(conn)[0] - checkpoint(self.partition, conn)[2]
                 overrides = overrides_waiting(self.partition, conn)
         except Exception as exc:  # the store is away (server restart, lock): poll again
             self.last_error = f"cannot read the store: {exc}"

@@ -189,10 +189,15 @@ class Partition:
             head = conn.execute(query).first()
         return head.seq, head.event_hash
 
-    def head(self) -> tuple[int, str]:
-        with self.store.read() as conn:
-            row = conn.execute(select(chain_heads.c.seq, chain_heads.c.event_hash).where(
-                chain_heads.c.identity_hash == self.identity_hash)).first()
+    def head(self, conn: Connection | None = None) -> tuple[int, str]:
+        """(seq, hash) of the newest event. Pass the caller's read transaction to get the
+        head of the same snapshot its other queries see: a head read on a fresh connection
+        may count events that snapshot cannot see yet."""
+        if conn is None:
+            with self.store.read() as own:
+                return self.head(own)
+        row = conn.execute(select(chain_heads.c.seq, chain_heads.c.event_hash).where(
+            chain_heads.c.identity_hash == self.identity_hash)).first()
         return (row.seq, row.event_hash) if row else (0, GENESIS_HASH)
 
     def events(self, kinds: Iterable[str] | None = None, after_seq: int = 0,

@@ -1,5 +1,7 @@
 import random
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,6 +11,7 @@ from robot_memory.consolidation.diff import format_diff
 from robot_memory.manifest import load_manifest
 from robot_memory.records import validate_record
 from robot_memory.store import MemoryStore, NewEvent
+from robot_memory.store.episodic import Partition
 
 IDENT = "c" * 64
 
@@ -142,3 +145,38 @@ def test_identities_never_see_each_other(db_url):
     consolidation_pass(a)
     consolidation_pass(b)
     assert len(a.facts()) == 2 and b.facts() == []
+
+
+class ResultsArriveMidPass(Partition):
+    """A real second writer commits results at the worst moment: just after the pass has
+    opened its read snapshot (its first query) and before it decides where to stop."""
+
+    def __init__(self, store, identity_hash, writer, arriving):
+        super().__init__(store, identity_hash)
+        self.writer, self.arriving = writer, arriving
+
+    def latest_event(self, kind, conn=None):
+        found = super().latest_event(kind, conn=conn)
+        if conn is not None and self.arriving:
+            batch, self.arriving = self.arriving, []
+            self.writer.append_many(batch)
+        return found
+
+
+@pytest.mark.parametrize("url_fixture", ["db_url", "pg_url"])
+def test_results_committed_during_a_pass_are_read_by_the_next(request, url_fixture):
+    url = request.getfixturevalue(url_fixture)
+    store, other_store = MemoryStore(url), MemoryStore(url)
+    writer = other_store.partition(IDENT)
+    writer.append_many([result(i) for i in range(3)])
+    part = ResultsArriveMidPass(store, IDENT, writer, [result(i) for i in range(3, 7)])
+    first = consolidation_pass(part)
+    second = consolidation_pass(part)
+    # A pass stops at the head its own snapshot shows (SQLite: the 3 it saw; PostgreSQL,
+    # read committed: all 7); whatever it did not read, the next pass reads.
+    assert first.last_seq == first.events_read
+    assert first.events_read + second.events_read == 7
+    fact = next(f for f in part.facts() if f.kind == "skill_success_rate")
+    assert fact.n_observations == 7
+    store.close()
+    other_store.close()

@@ -67,8 +67,12 @@ class EpisodicLogger(ManagedMemoryNode):
         self.growth_state = GROWTH_OK
         wall = Clock(clock_type=ClockType.STEADY_TIME)
         # Writing blocks on disk; keep it off the group that receives messages. The
-        # acknowledged path shares it, so its write is ordered after the pending batch.
+        # acknowledged path has a group of its own: sharing one with the flush timer, which
+        # is always due under sustained load, starved it for seconds. One lock orders the
+        # writes instead, so an acknowledged event still lands after the pending batch.
+        self._write_lock = threading.Lock()
         self._io_group = MutuallyExclusiveCallbackGroup()
+        self._ack_group = MutuallyExclusiveCallbackGroup()
         self.diagnostics = DiagnosticsPublisher(self)
         self.create_timer(self.params["flush_period_s"], self.flush, self._io_group, clock=wall)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
@@ -82,13 +86,14 @@ class EpisodicLogger(ManagedMemoryNode):
                 ExecutionResult, topic, lambda msg, t=topic: self.on_execution_result(msg, t),
                 EXECUTION_RESULTS_QOS))
         self.active_entities.append(self.create_service(
-            RecordEvent, "record_event", self.on_record_event, callback_group=self._io_group))
+            RecordEvent, "record_event", self.on_record_event, callback_group=self._ack_group))
         self.get_logger().info(f"logging execution results from {self.topics} and the "
                                "record_event service")
 
     def stop(self) -> None:
         self.flush()  # what was accepted reaches the disk before we stop
-        self.partition = None
+        with self._write_lock:  # an acknowledged write in progress finishes first
+            self.partition = None
 
     # -- intake -----------------------------------------------------------------------
     def _take(self, msg: ExecutionResult, source: str) -> ExecutionRecord:
@@ -153,42 +158,56 @@ class EpisodicLogger(ManagedMemoryNode):
             self.flush()  # a privacy_rejection event, if any, is durable too
             return response
         self.accepted += 1
-        self.flush()  # keep log order: what arrived on topics first is written first
-        try:
-            stored = self.partition.append_many(
-                [NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns)])[0]
-        except Exception as exc:  # the driver's errors vary; the caller must know
+        try:  # after what is pending, in the same transaction: log order is arrival order
+            stored = self._write_pending(
+                NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns))
+        except Exception:  # the driver's errors vary; the caller must know
             self.rejected["store_error"] += 1
-            self.last_store_error = str(exc).splitlines()[0]
             response.reason_code = RecordEvent.Response.REASON_STORE_ERROR
             response.reason = f"not recorded, store write failed: {self.last_store_error}"
             return response
-        self.written += 1
+        if stored is None:  # deactivated while waiting for the write lock
+            response.reason_code = RecordEvent.Response.REASON_INACTIVE
+            response.reason = f"inactive: {self.inactive_reason}"
+            return response
         response.accepted, response.event_id, response.seq = True, stored.id, stored.seq
         return response
 
     # -- writing ----------------------------------------------------------------------
     def flush(self) -> None:
         """Write everything pending in one transaction; on failure keep it for the next try."""
-        if self.partition is None:
-            return
-        with self._lock:
-            batch, self._pending = self._pending, []
-        if not batch:
-            return
         try:
-            self.partition.append_many(batch)
-        except Exception as exc:  # the driver's errors vary; none may lose accepted records
+            self._write_pending()
+        except Exception:  # logged and kept pending by _write_pending; retried next period
+            pass
+
+    def _write_pending(self, extra: NewEvent | None = None):
+        """Write the pending events, then `extra`, in one transaction; return the stored
+        `extra` (None if there is none or the node is inactive). On failure the pending
+        events go back to the queue, the error is logged once, and it propagates."""
+        with self._write_lock:
+            partition = self.partition
+            if partition is None:
+                return None
             with self._lock:
-                self._pending[:0] = batch
-            message = str(exc).splitlines()[0]
-            if message != self.last_store_error:
-                self.get_logger().error(f"store write failed, {len(batch)} events kept "
-                                        f"pending: {message}")
-            self.last_store_error = message
-            return
-        self.written += sum(1 for e in batch if e.kind == EXECUTION_RESULT)
-        self.last_store_error = ""
+                batch, self._pending = self._pending, []
+            events = batch + ([extra] if extra is not None else [])
+            if not events:
+                return None
+            try:
+                stored = partition.append_many(events)
+            except Exception as exc:  # the driver's errors vary; none may lose accepted records
+                with self._lock:
+                    self._pending[:0] = batch
+                message = str(exc).splitlines()[0]
+                if message != self.last_store_error:
+                    self.get_logger().error(f"store write failed, {len(batch)} events kept "
+                                            f"pending: {message}")
+                self.last_store_error = message
+                raise
+            self.written += sum(1 for e in events if e.kind == EXECUTION_RESULT)
+            self.last_store_error = ""
+            return stored[-1] if extra is not None else None
 
     def _measure_store(self) -> None:
         if self.partition is None:
@@ -234,7 +253,7 @@ class EpisodicLogger(ManagedMemoryNode):
 
 def main(args=None) -> None:
     # Accepted results reach the disk before the process goes.
-    run_node(EpisodicLogger, args, make_executor=lambda: MultiThreadedExecutor(num_threads=2),
+    run_node(EpisodicLogger, args, make_executor=lambda: MultiThreadedExecutor(num_threads=3),
              before_destroy=lambda node: node.flush())
 
 

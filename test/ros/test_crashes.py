@@ -93,18 +93,21 @@ def test_kill_9_logger_during_ingest_loses_no_acknowledged_event(probe, start_st
 
     flooder = threading.Thread(target=flood, daemon=True)
     flooder.start()
-    wait_until(lambda: len(producer.acked) >= 40, 60, lambda: f"40 acknowledged events ({producer})")
-    os.kill(stack.processes["episodic_logger"].pid, signal.SIGKILL)
-    stack.processes["episodic_logger"].wait()
-    acked_before_kill = len(producer.acked)
-    with open(tmp_path / "stack.log", "ab") as log:
-        stack.respawn("episodic_logger", stdout=log, stderr=log)
-    wait_until(lambda: len(producer.acked) >= acked_before_kill + 20, 60,
-               "acknowledgements from the respawned logger")
-    producer.stop.set()
-    stop_flood.set()
-    producer.thread.join(10)
-    flooder.join(10)
+    try:
+        wait_until(lambda: len(producer.acked) >= 40, 60,
+                   lambda: f"40 acknowledged events ({producer})")
+        os.kill(stack.processes["episodic_logger"].pid, signal.SIGKILL)
+        stack.processes["episodic_logger"].wait()
+        acked_before_kill = len(producer.acked)
+        with open(tmp_path / "stack.log", "ab") as log:
+            stack.respawn("episodic_logger", stdout=log, stderr=log)
+        wait_until(lambda: len(producer.acked) >= acked_before_kill + 20, 60,
+                   lambda: f"acknowledgements from the respawned logger ({producer})")
+    finally:  # stop the threads even on failure: they would outlive this probe
+        producer.stop.set()
+        stop_flood.set()
+        producer.thread.join(10)
+        flooder.join(10)
 
     part = MemoryStore(db_url).partition(certified_hash)
     stored = {}

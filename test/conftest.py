@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 100)
+# RM_TEST_ROS_DOMAIN_ID pins the domain when several checkouts test on one machine at once.
+os.environ["ROS_DOMAIN_ID"] = os.environ.get("RM_TEST_ROS_DOMAIN_ID") or str(1 + os.getpid() % 100)
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 
 EXAMPLE_MANIFEST = Path(__file__).resolve().parent.parent / "robot_memory" / "config" / \

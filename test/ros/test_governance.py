@@ -129,8 +129,14 @@ def test_corrupted_store_keeps_the_nodes_unconfigured(probe, start_stack, certif
     assert status.state == IdentityStatus.STORE_CORRUPTED
     assert f"events.id {bad_id}" in status.reason and "edited" in status.reason
     assert probe.grounding.wait_for_service(30)
-    answer = probe.grounding.query("manipulation.grasp", "glass_cup")
-    assert answer.status == "IDENTITY_UNVERIFIED" and "STORE_CORRUPTED" in answer.reason
+    # The server may answer before the latched status has reached it: it then says it
+    # is waiting, and names the diagnosis once the status arrived.
+    def answer_naming_the_diagnosis():
+        answer = probe.grounding.query("manipulation.grasp", "glass_cup")
+        return answer if "STORE_CORRUPTED" in answer.reason else None
+
+    answer = wait_until(answer_naming_the_diagnosis, 30, "an answer naming STORE_CORRUPTED")
+    assert answer.status == "IDENTITY_UNVERIFIED"
     for node in ("episodic_logger", "consolidator", "grounding_server"):
         assert lifecycle_state(probe, node) == State.PRIMARY_STATE_UNCONFIGURED
     assert part.count_events() == 10  # nothing written, nothing repaired

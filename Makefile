@@ -1,6 +1,6 @@
 # The two commands of the README: `make run` and `make test` (both set up first).
 SHELL := /bin/bash
-.PHONY: setup run test bench clean
+.PHONY: setup run test bench clean paper sim
 
 setup:
 	@bash scripts/setup.sh
@@ -16,3 +16,7 @@ bench: setup
 
 clean:
 	rm -rf .venv .ros_ws .ros_ws.build.log
+
+# The validation of "Episodic-to-Semantic Consolidation Without Identity Drift" with our code.
+paper: setup
+	@source scripts/env.sh && python -m bench.paper

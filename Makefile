@@ -20,3 +20,7 @@ clean:
 # The validation of "Episodic-to-Semantic Consolidation Without Identity Drift" with our code.
 paper: setup
 	@source scripts/env.sh && python -m bench.paper
+
+# The closed loop in a physics simulator (MuJoCo, headless): with and without memory.
+sim: setup
+	@source scripts/env.sh && python -m robot_memory.sim --out bench/results

@@ -1,0 +1,1 @@
+"""A closed loop in a physics simulator (MuJoCo): scene, sim node, grasp skill, planner."""

@@ -1,0 +1,46 @@
+"""The planner node: asks robot_memory's `ground` service before every attempt (through
+GroundingClient) and decides with robot_memory.sim.policy; without memory it explores."""
+
+from __future__ import annotations
+
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from robot_memory.client import GroundingClient
+from robot_memory.msg import SemanticFactArray
+from robot_memory.ros.qos import FACTS_QOS
+from robot_memory.sim.episodes import Episode
+from robot_memory.sim.grasp_skill import ENVIRONMENT, SKILL
+from robot_memory.sim.policy import Decision, PolicyConfig, decide
+
+
+class PlannerNode(Node):
+    def __init__(self, use_memory: bool, config: PolicyConfig = PolicyConfig(),
+                 timeout_s: float = 5.0):
+        super().__init__("sim_planner",
+                         parameter_overrides=[Parameter("use_sim_time", value=True)])
+        self.use_memory = use_memory
+        self.config = config
+        self.grounding = GroundingClient(self, timeout_s=timeout_s) if use_memory else None
+        self.facts: SemanticFactArray | None = None
+        if use_memory:
+            self.create_subscription(SemanticFactArray, "facts", self.on_facts, FACTS_QOS)
+
+    def on_facts(self, msg: SemanticFactArray) -> None:
+        self.facts = msg
+
+    def observations_in_memory(self) -> int:
+        """How many attempts the latest facts cover (skill_success_rate counts each once)."""
+        if self.facts is None:
+            return 0
+        return sum(f.n_observations for f in self.facts.facts
+                   if f.kind == "skill_success_rate" and ENVIRONMENT in f.key)
+
+    def plan(self, episode: Episode) -> Decision:
+        if not self.use_memory:
+            return Decision("explore", episode.exploration_force_n, "no memory")
+        answer = self.grounding.query(SKILL, episode.target, ENVIRONMENT,
+                                      fact_kinds=("skill_success_rate",),
+                                      intent_id=f"sim-{episode.number}")
+        return decide(answer, episode.exploration_force_n, self.config)
+

@@ -249,6 +249,9 @@ def cmd_bringup(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    if args.sim:  # the closed loop in MuJoCo, with and without memory
+        from robot_memory.sim.__main__ import main as sim_main
+        return sim_main(["--out", args.out])
     from robot_memory.demo.run_demo import run_demo
     return run_demo(db_url=args.db, period_s=args.period, keep=args.keep)
 
@@ -348,6 +351,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", default="", help="store URL (default: a temporary SQLite file)")
     p.add_argument("--period", type=float, default=2.0, help="consolidation period, sim seconds")
     p.add_argument("--keep", action="store_true", help="keep the temporary files")
+    p.add_argument("--sim", action="store_true",
+                   help="instead: the closed loop in a physics simulator (MuJoCo), the same "
+                        "episodes with and without memory; writes a plot")
+    p.add_argument("--out", default=".", help="with --sim: where the JSON and plot go")
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -1,0 +1,35 @@
+"""The sim planner's rule on real grounding answers (GroundingResult + SemanticFact)."""
+
+import math
+
+from robot_memory.client import GroundingResult
+from robot_memory.msg import KeyValue, SemanticFact
+from robot_memory.sim.policy import EXPLOIT, EXPLORE, SKIP, PolicyConfig, decide
+
+
+def answer(rate, n, force=None):
+    fact = SemanticFact(kind="skill_success_rate", success_rate=rate, n_observations=n)
+    if force is not None:
+        fact.recommended_parameters = [KeyValue(key="force_n", value=force)]
+    return GroundingResult("OK", facts=(fact,))
+
+
+def test_explores_with_its_own_force_while_memory_abstains():
+    decision = decide(GroundingResult("ABSTAIN", "no_fact"), 15.0)
+    assert decision.action == EXPLORE and decision.force_n == 15.0 and "no_fact" in decision.why
+
+
+def test_uses_the_recommended_force_when_memory_answers():
+    decision = decide(answer(0.4, 10, force=25.0), 5.0)
+    assert decision.action == EXPLOIT and decision.force_n == 25.0
+
+
+def test_skips_below_threshold_once_enough_attempts_found_nothing_that_works():
+    assert decide(answer(0.0, 6), 5.0).action == SKIP
+    assert decide(answer(0.0, 5), 5.0).action == EXPLORE  # too little evidence yet
+    assert decide(answer(0.6, 8), 5.0, PolicyConfig(threshold=0.5)).action == EXPLORE
+
+
+def test_nan_recommendation_is_not_used():
+    decision = decide(answer(0.0, 2, force=math.nan), 10.0)
+    assert decision.action == EXPLORE and decision.force_n == 10.0

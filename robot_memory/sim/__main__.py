@@ -8,8 +8,8 @@ from robot_memory.sim.run_sim import DEFAULT_SEED, run_sim
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m robot_memory.sim", description=__doc__)
-    parser.add_argument("--decisions", type=int, default=150)
-    parser.add_argument("--block", type=int, default=25)
+    parser.add_argument("--decisions", type=int, default=120)
+    parser.add_argument("--block", type=int, default=20)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--period", type=float, default=1.0,
                         help="consolidation period, sim seconds")

@@ -117,7 +117,7 @@ def run_without_memory(stream: list[Episode]) -> list[Step]:
 
 
 def run_with_memory(stream: list[Episode], block: int, workdir: Path, period_s: float,
-                    log) -> list[Step]:
+                    log, timings: dict) -> list[Step]:
     manifest = workdir / "manifest.yaml"
     shutil.copy(EXAMPLE_MANIFEST, manifest)
     (workdir / "certified_hash").write_text(load_manifest(manifest).identity_hash() + "\n")
@@ -126,6 +126,7 @@ def run_with_memory(stream: list[Episode], block: int, workdir: Path, period_s: 
                    "certified_hash_file": str(workdir / "certified_hash"), "period_s": period_s},
                   use_sim_time=True).start(stdout=log, stderr=log)
     nodes = Nodes(use_memory=True)
+    started = time.monotonic()
     try:
         _wait(lambda: nodes.identity is not None, 60, "manifest_verifier's identity_status")
         if nodes.identity.state != IdentityStatus.VERIFIED:
@@ -135,6 +136,7 @@ def run_with_memory(stream: list[Episode], block: int, workdir: Path, period_s: 
               != "IDENTITY_UNVERIFIED", 60, "the memory nodes to activate")
         if not wait_for_subscriber(nodes.skill.results, 60):
             raise TimeoutError("episodic_logger did not subscribe to execution_results")
+        timings["stack_ready_s"] = round(time.monotonic() - started, 1)
         steps = []
         for start in range(0, len(stream), block):
             steps += [run_episode(nodes.planner, nodes.skill, e) for e in stream[start:start + block]]
@@ -199,16 +201,20 @@ def plot(without: list[dict], with_memory: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def run_sim(decisions: int = 150, block: int = 25, seed: int = DEFAULT_SEED,
+def run_sim(decisions: int = 120, block: int = 20, seed: int = DEFAULT_SEED,
             period_s: float = 1.0, out_dir: str | Path = ".", keep: bool = False) -> dict:
     started = time.monotonic()
     stream = episodes(seed, decisions)
+    timings: dict[str, float] = {}
     workdir = Path(tempfile.mkdtemp(prefix="robot_memory_sim_"))
     log = open(workdir / "nodes.log", "wb")
     rclpy.init()
     try:
         without = run_without_memory(stream)
-        with_memory = run_with_memory(stream, block, workdir, period_s, log)
+        timings["without_memory_s"] = round(time.monotonic() - started, 1)
+        with_memory = run_with_memory(stream, block, workdir, period_s, log, timings)
+        timings["with_memory_s"] = round(time.monotonic() - started
+                                         - timings["without_memory_s"], 1)
     except (TimeoutError, RuntimeError):
         log.flush()
         _say("[sim] FAILED; last lines of the nodes' log:\n" + "\n".join(
@@ -225,7 +231,7 @@ def run_sim(decisions: int = 150, block: int = 25, seed: int = DEFAULT_SEED,
               "successes_without": sum(s.success for s in without),
               "successes_with": sum(s.success for s in with_memory),
               "steps_with_memory": [asdict(s) for s in with_memory],
-              "runtime_s": round(time.monotonic() - started, 1)}
+              "runtime_s": round(time.monotonic() - started, 1), "timings_s": timings}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "sim_closed_loop.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -254,4 +260,4 @@ def report(result: dict, out: Path) -> None:
     _say(f"[sim] successful grasps: {result['successes_without']} without memory, "
          f"{result['successes_with']} with memory")
     _say(f"[sim] wrote {out / 'sim_closed_loop.json'} and {out / 'sim_closed_loop.png'} "
-         f"in {result['runtime_s']} s")
+         f"in {result['runtime_s']} s ({result['timings_s']})")

@@ -418,7 +418,8 @@ def markdown(result: dict) -> str:
               f"({', '.join(v1r['semantic_rows_by_kind'])}) | 1 |", "",
               "## V2: identity invariance under consolidation", "",
               "| | ours | theirs |", "|---|---|---|",
-              f"| hash before | `{v2r['hash_before'][:24]}...` | `{PAPER['v2']['hash_prefix']}...` |",
+              f"| hash before | `{v2r['hash_before'][:24]}...` | "
+              f"`{PAPER['v2']['hash_prefix']}...` |",
               f"| after pass 1 / pass 2 byte-equal | {v2r['byte_equal']} | True |",
               f"| mutated `{v2r['mutated_field']}` | `{v2r['mutated_hash'][:24]}...` | "
               f"`{PAPER['v2']['mutated_hash_prefix']}...` (ecm_registry_hash) |",

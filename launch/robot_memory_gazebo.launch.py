@@ -40,7 +40,7 @@ def ros_gz_bridge_installed() -> bool:
 def clock_bridge(installed: bool) -> list:
     if not installed:
         return [LogInfo(msg="ros_gz_bridge is not installed: robot_memory waits for /clock "
-                            "from another source (bridge it yourself, or play a bag with --clock)")]
+                            "from another source (bridge it yourself, or a bag's --clock)")]
     from launch_ros.actions import Node
     return [Node(package="ros_gz_bridge", executable="parameter_bridge", name="clock_bridge",
                  arguments=[CLOCK_BRIDGE], output="screen",

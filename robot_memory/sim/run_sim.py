@@ -102,6 +102,10 @@ class Nodes:
         self.thread.start()
 
     def close(self) -> None:
+        # Take the nodes out of the executor first: a callback still queued for a node
+        # being destroyed would otherwise end as an unretrieved InvalidHandle.
+        for node in (self.planner, self.skill, self.sim):
+            self.executor.remove_node(node)
         self.executor.shutdown()
         self.thread.join(timeout=5)
         for node in (self.sim, self.skill, self.planner):
@@ -139,7 +143,8 @@ def run_with_memory(stream: list[Episode], block: int, workdir: Path, period_s: 
         timings["stack_ready_s"] = round(time.monotonic() - started, 1)
         steps = []
         for start in range(0, len(stream), block):
-            steps += [run_episode(nodes.planner, nodes.skill, e) for e in stream[start:start + block]]
+            steps += [run_episode(nodes.planner, nodes.skill, episode)
+                      for episode in stream[start:start + block]]
             # Between blocks the robot waits for the consolidator's next pass.
             _wait(lambda: nodes.planner.observations_in_memory() >= nodes.skill.published, 60,
                   f"the consolidator to cover {nodes.skill.published} attempts")

@@ -26,6 +26,7 @@ Choices where the paper leaves the V3 scene open (fixed here, documented in pape
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -575,6 +576,7 @@ def main(argv: list[str] | None = None) -> int:
         result["differences"] = differences(result)
         result["choices"] = CHOICES
         result["runtime_s"] = time.perf_counter() - started
+        result["machine"] = {"nproc": os.cpu_count(), "loadavg": list(os.getloadavg())}
         RESULTS.mkdir(exist_ok=True)
         (RESULTS / "paper.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
         (RESULTS / "paper.md").write_text(markdown(result))

@@ -284,3 +284,59 @@ def verify_witness(partition: Partition, witness_path: str | Path,
     except WitnessLineError as exc:
         return WitnessVerdict(False, str(exc))
     return check_against_witness(partition, checkpoints)
+
+
+# -- the verifier's policy -------------------------------------------------------------
+class CheckpointWitness:
+    """What the verifier does with a key file and a witness file, including when one is
+    not configured: never a silent pass. `problem` refuses the boot (STORE_CORRUPTED);
+    `warning` is reported (WARN on /diagnostics) and the robot goes on."""
+
+    def __init__(self, key_file: str, witness_file: str, require: bool):
+        self.key: Ed25519PrivateKey | None = None
+        self.path = Path(witness_file) if witness_file else None
+        self.require = require
+        self.problem = ""
+        self.warning = ""
+        missing = [name for name, value in (("checkpoint_key_file", key_file),
+                                            ("witness_file", witness_file)) if not value]
+        if missing:
+            what = f"signed checkpoints off: {' and '.join(missing)} not set"
+            if require:
+                self.problem = what + " (require_witness is set)"
+            else:
+                self.warning = what + " (a rewrite of the whole store would go unseen)"
+            return
+        try:
+            self.key = load_private_key(key_file)  # a configured but unusable key refuses
+        except WitnessError as exc:
+            self.problem = str(exc)
+
+    @property
+    def enabled(self) -> bool:
+        return self.key is not None
+
+    def boot_check(self, partition: Partition) -> str:
+        """Empty when the chain extends the newest signed checkpoint, else why not."""
+        if self.problem or not self.enabled:
+            return self.problem
+        assert self.path is not None and self.key is not None
+        try:
+            empty = not self.path.exists() or not self.path.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            return f"cannot read witness file {self.path}: {exc.strerror}"
+        if empty:
+            if self.require:
+                return f"witness file {self.path} is missing or empty (require_witness is set)"
+            self.warning = (f"witness file {self.path} was missing or empty at boot: a new "
+                            "witness starts now (a deleted witness is not detected)")
+            return ""
+        try:
+            verdict = verify_witness(partition, self.path, self.key.public_key())
+        except WitnessError as exc:
+            return str(exc)
+        return "" if verdict.ok else f"witness check failed: {verdict.message}"
+
+    def sign(self, partition: Partition, time_ns: int) -> SignedCheckpoint:
+        assert self.path is not None and self.key is not None
+        return checkpoint_head(partition, self.key, self.path, time_ns)

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import stat
 import subprocess
 import sys
@@ -14,9 +13,9 @@ import textwrap
 import time
 
 import pytest
+from helpers import recompute_chain_from
 
 from robot_memory.store import MemoryStore, NewEvent, check_store
-from robot_memory.store.episodic import event_digest
 from robot_memory.witness import (WitnessError, checkpoint_head, generate_key_pair,
                                   load_private_key, load_public_key, read_witness,
                                   verify_witness)
@@ -87,38 +86,9 @@ def test_honest_history_extends_the_newest_checkpoint(db_url, keys, witnessed):
     assert len(lines) == 2 and json.loads(lines[1])["seq"] == 20
 
 
-def recompute_chain_from(db_url, seq, new_payload_json):
-    """The attack the hash chain alone cannot see: edit one event behind the triggers,
-    recompute every later hash, move the head and refresh verified_checkpoints."""
-    conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
-    conn.execute("DROP TRIGGER events_refuse_update")
-    rows = conn.execute("SELECT id, seq, kind, stamp_ns, payload_json, prev_hash FROM events "
-                        "WHERE identity_hash = ? ORDER BY seq", (A,)).fetchall()
-    prev = None
-    for row_id, row_seq, kind, stamp_ns, payload_json, prev_hash in rows:
-        if row_seq < seq:
-            prev = conn.execute("SELECT event_hash FROM events WHERE id = ?",
-                                (row_id,)).fetchone()[0]
-            continue
-        if row_seq == seq:
-            payload_json = new_payload_json
-        digest = event_digest(prev, A, row_seq, kind, stamp_ns, payload_json)
-        conn.execute("UPDATE events SET payload_json = ?, prev_hash = ?, event_hash = ? "
-                     "WHERE id = ?", (payload_json, prev, digest, row_id))
-        prev = digest
-    conn.execute("UPDATE chain_heads SET event_hash = ? WHERE identity_hash = ?", (prev, A))
-    last_id = conn.execute("SELECT id FROM events WHERE identity_hash = ? ORDER BY seq DESC",
-                           (A,)).fetchone()[0]
-    conn.execute("DELETE FROM verified_checkpoints")
-    conn.execute("INSERT INTO verified_checkpoints VALUES (?, ?, ?, ?, 1)",
-                 (A, len(rows), last_id, prev))
-    conn.commit()
-    conn.close()
-
-
 def test_attack_whole_chain_recomputed_is_caught(db_url, keys, witnessed):
     assert check_store(db_url, A, record=True).ok
-    recompute_chain_from(db_url, 14, '{"i":999}')
+    recompute_chain_from(db_url, A, 14, '{"i":999}')
     # The store on its own is fooled: every hash, the head and the checkpoint agree.
     assert check_store(db_url, A, full=True).ok
     assert check_store(db_url, A).ok

@@ -202,9 +202,11 @@ def parse_line(line: str, public_key: Ed25519PublicKey, where: str,
     return signed
 
 
-def read_witness(path: str | Path, public_key: Ed25519PublicKey,
-                 identity_hash: str) -> list[SignedCheckpoint]:
-    """Every checkpoint of the file, each signature checked, each naming `identity_hash`.
+def read_witness(path: str | Path, public_key: Ed25519PublicKey, identity_hash: str,
+                 newest: int | None = None) -> list[SignedCheckpoint]:
+    """The checkpoints of the file, each naming `identity_hash` and each signature
+    checked; with `newest`, only the last `newest` lines are read (a bounded boot check:
+    a signature check costs about a millisecond on a busy robot computer).
     WitnessLineError names the first line that fails."""
     path = Path(path)
     try:
@@ -212,7 +214,8 @@ def read_witness(path: str | Path, public_key: Ed25519PublicKey,
     except OSError as exc:
         raise WitnessError(f"cannot read witness file {path}: {exc.strerror}") from exc
     found = []
-    for number, line in enumerate(lines, start=1):
+    first = 0 if newest is None else max(0, len(lines) - newest)
+    for number, line in enumerate(lines[first:], start=first + 1):
         if not line.strip():
             continue
         where = f"witness {path} line {number}"
@@ -276,11 +279,15 @@ def _describe(signed: SignedCheckpoint) -> str:
             f"{cp.time_ns} (key {signed.key_id})")
 
 
+# Witness lines whose signatures the verifier checks at boot (`verify --witness` checks all).
+BOOT_WITNESS_LINES = 64
+
+
 def verify_witness(partition: Partition, witness_path: str | Path,
-                   public_key: Ed25519PublicKey) -> WitnessVerdict:
+                   public_key: Ed25519PublicKey, newest: int | None = None) -> WitnessVerdict:
     """read_witness + check_against_witness; a bad or foreign line is a failed verdict."""
     try:
-        checkpoints = read_witness(witness_path, public_key, partition.identity_hash)
+        checkpoints = read_witness(witness_path, public_key, partition.identity_hash, newest)
     except WitnessLineError as exc:
         return WitnessVerdict(False, str(exc))
     return check_against_witness(partition, checkpoints)
@@ -332,7 +339,8 @@ class CheckpointWitness:
                             "witness starts now (a deleted witness is not detected)")
             return ""
         try:
-            verdict = verify_witness(partition, self.path, self.key.public_key())
+            verdict = verify_witness(partition, self.path, self.key.public_key(),
+                                     BOOT_WITNESS_LINES)
         except WitnessError as exc:
             return str(exc)
         return "" if verdict.ok else f"witness check failed: {verdict.message}"

@@ -7,6 +7,7 @@ paths (log, consolidation, boot check, grounding index) work under the runtime r
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from helpers import varied_events
@@ -16,7 +17,8 @@ from sqlalchemy.exc import DBAPIError
 from robot_memory.consolidation.consolidation_pass import consolidation_pass
 from robot_memory.grounding import GroundingIndex, GroundingRequest
 from robot_memory.store import MemoryStore, check_store
-from robot_memory.store.roles import identity_tables, security_statements
+from robot_memory.store.roles import (DERIVED_PRIVILEGES, RUNTIME_PRIVILEGES, identity_tables,
+                                      security_statements)
 
 A, B = "a" * 64, "b" * 64
 PERMISSION_DENIED = "42501"  # SQLSTATE insufficient_privilege (grants and RLS checks)
@@ -80,6 +82,16 @@ def test_every_identity_table_gets_row_level_security():
     for name in names:
         assert f"CREATE POLICY robot_memory_own_rows ON {name} TO robot_memory_runtime" \
             in policies
+
+
+def test_the_readme_states_the_grants_applied():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for table, privileges in RUNTIME_PRIVILEGES.items():
+        assert f"GRANT {privileges} ON {table} TO robot_memory_runtime;" in readme
+    assert f"GRANT {DERIVED_PRIVILEGES} ON <table> TO robot_memory_runtime;" in readme
+    for statement in security_statements():
+        if statement.startswith("GRANT") and "ON ALL SEQUENCES" in statement:
+            assert statement in readme
 
 
 def test_the_core_paths_work_under_the_runtime_role(fleet):

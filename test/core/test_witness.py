@@ -187,3 +187,43 @@ def test_honest_restart_after_kill_9_still_verifies(db_url, keys, tmp_path):
     assert verdict(db_url, witness, keys[1]).ok
     assert all(c.checkpoint.identity_hash == A
                for c in read_witness(witness, load_public_key(keys[1]), A))
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "robot_memory.cli", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_command_line_keygen_checkpoint_and_verify(db_url, tmp_path):
+    prefix, witness = tmp_path / "keys" / "robot", tmp_path / "witness.jsonl"
+    prefix.parent.mkdir()
+    made = run_cli("keygen", "--out", str(prefix))
+    assert made.returncode == 0 and "mode 0600" in made.stdout, made.stderr
+    assert stat.S_IMODE(prefix.stat().st_mode) == 0o600
+    append(db_url, 4)
+    signed = run_cli("checkpoint", "--key", str(prefix), "--witness", str(witness),
+                     "--db", db_url, "--identity", A)
+    assert signed.returncode == 0 and "signed checkpoint seq 4" in signed.stdout, signed.stderr
+    ok = run_cli("verify", "--db", db_url, "--witness", str(witness),
+                 "--public-key", f"{prefix}.pub")
+    assert ok.returncode == 0 and "witness" in ok.stdout and "extends" in ok.stdout
+    shutil.copy(prefix, tmp_path / "open_key")
+    os.chmod(tmp_path / "open_key", 0o604)
+    refused = run_cli("checkpoint", "--key", str(tmp_path / "open_key"), "--witness",
+                      str(witness), "--db", db_url, "--identity", A)
+    assert refused.returncode == 2 and "accessible by group or others" in refused.stderr
+    again = run_cli("keygen", "--out", str(prefix))
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
+def test_the_boot_check_reads_only_the_newest_lines(db_url, keys, witnessed):
+    """Bounded at boot: an edit of an old line is left to `verify --witness` (all lines)."""
+    lines = witnessed.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["time_ns"] += 1
+    witnessed.write_text(json.dumps(first) + "\n" + lines[1] + "\n")
+    store = MemoryStore(db_url)
+    public = load_public_key(keys[1])
+    assert verify_witness(store.partition(A), witnessed, public, newest=1).ok
+    assert not verify_witness(store.partition(A), witnessed, public).ok
+    store.close()

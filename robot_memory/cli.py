@@ -418,7 +418,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "verifier's fast boot check)")
     p.add_argument("--witness", metavar="FILE",
                    help="witness file of signed checkpoints: the chain must extend the newest")
-    p.add_argument("--public-key", metavar="KEY", help="public key the checkpoints are signed with")
+    p.add_argument("--public-key", metavar="KEY",
+                   help="public key the checkpoints are signed with")
     p.set_defaults(func=cmd_verify)
 
     p = verbs.add_parser("keygen", help="create an Ed25519 key pair for signed checkpoints")

@@ -39,7 +39,8 @@ class WitnessError(Exception):
 
 
 class WitnessLineError(Exception):
-    """Raised for a witness line that is not JSON, lacks fields, names another identity or has a bad signature."""
+    """Raised for a witness line that is not JSON, lacks fields, names another identity
+    or has a bad signature."""
 
 
 @dataclass(frozen=True)

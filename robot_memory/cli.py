@@ -219,13 +219,99 @@ def cmd_facts(args) -> int:
 
 def cmd_verify(args) -> int:
     from robot_memory.store import check_store
+    if bool(args.witness) != bool(args.public_key):
+        raise CommandError("--witness and --public-key go together")
     identity = _identity(args) if (args.manifest or args.identity) else None
     verdict = check_store(args.db, identity, full=args.full)
     for line in verdict.lines:
         print(line)
-    print(("store verified" if verdict.ok else "STORE CORRUPTED") +
+    ok = verdict.ok
+    if args.witness:
+        ok = _verify_witness(args, identity) and ok
+    print(("store verified" if ok else "STORE CORRUPTED") +
           (" (full check)" if args.full else " (boot check; --full re-hashes every event)"))
-    return 0 if verdict.ok else 1
+    return 0 if ok else 1
+
+
+def _verify_witness(args, identity: str | None) -> bool:
+    """Does the chain still extend the newest checkpoint signed in the witness file?"""
+    from robot_memory.store import MemoryStore
+    from robot_memory.witness import load_public_key, verify_witness
+    public_key = load_public_key(args.public_key)
+    store = MemoryStore(args.db)
+    try:
+        if identity is None:
+            identities = store.identities()
+            if len(identities) != 1:
+                raise CommandError(f"the store holds {len(identities)} identities: give "
+                                   "--manifest or --identity to choose the witnessed one")
+            identity = identities[0]
+        verdict = verify_witness(store.partition(identity), args.witness, public_key)
+    finally:
+        store.close()
+    print(f"witness {args.witness}: " + ("ok: " if verdict.ok else "FAILED: ") + verdict.message)
+    return verdict.ok
+
+
+def cmd_keygen(args) -> int:
+    from robot_memory.witness import generate_key_pair, key_id, load_public_key
+    private_path, public_path = generate_key_pair(args.out)
+    print(f"private key {private_path} (mode 0600), public key {public_path} "
+          f"(key id {key_id(load_public_key(public_path))})")
+    return 0
+
+
+def cmd_checkpoint(args) -> int:
+    import time
+
+    from robot_memory.witness import checkpoint_head, load_private_key
+    key = load_private_key(args.key)
+    partition = _partition(args)
+    try:
+        signed = checkpoint_head(partition, key, args.witness, time.time_ns())
+    finally:
+        partition.store.close()
+    print(f"signed checkpoint seq {signed.checkpoint.seq} hash "
+          f"{signed.checkpoint.event_hash} (key {signed.key_id}) appended to {args.witness}")
+    return 0
+
+
+def _password(args) -> str | None:
+    if not args.password_file:
+        return None
+    return Path(args.password_file).read_text(encoding="utf-8").strip()
+
+
+def cmd_db(args) -> int:
+    from sqlalchemy.exc import DBAPIError
+
+    from robot_memory.store import MemoryStore
+    from robot_memory.store.roles import (RoleError, add_analyst_role, add_robot_role,
+                                          init_security, security_statements)
+    if args.action == "init" and args.print_sql:
+        print(";\n".join(security_statements()) + ";")
+        return 0
+    store = MemoryStore(args.db)  # as the owner: creates the tables and triggers if missing
+    try:
+        with store.write() as conn:
+            if args.action == "init":
+                init_security(conn)
+                done = "schema, triggers, roles, GRANTs and row-level security in place"
+            elif args.action == "add-robot":
+                identity = _identity(args)
+                add_robot_role(conn, args.role, identity, _password(args))
+                done = f"robot role {args.role} reads and writes identity {identity} only"
+            else:
+                add_analyst_role(conn, args.role, _password(args))
+                done = f"analytics role {args.role} reads every robot's rows"
+    except RoleError as exc:
+        raise CommandError(str(exc)) from exc
+    except DBAPIError as exc:
+        raise CommandError(f"{args.db}: {str(exc.orig).strip().splitlines()[0]}") from exc
+    finally:
+        store.close()
+    print(done)
+    return 0
 
 
 def _parse_overrides(pairs: list[str]) -> dict[str, Any]:
@@ -333,7 +419,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true",
                    help="SQLite integrity_check and a re-hash of every event (default: the "
                         "verifier's fast boot check)")
+    p.add_argument("--witness", metavar="FILE",
+                   help="witness file of signed checkpoints: the chain must extend the newest")
+    p.add_argument("--public-key", metavar="KEY",
+                   help="public key the checkpoints are signed with")
     p.set_defaults(func=cmd_verify)
+
+    p = verbs.add_parser("keygen", help="create an Ed25519 key pair for signed checkpoints")
+    p.add_argument("--out", required=True, metavar="PREFIX",
+                   help="writes PREFIX (private, mode 0600) and PREFIX.pub")
+    p.set_defaults(func=cmd_keygen)
+
+    p = with_store(verbs.add_parser("checkpoint", help="sign the chain head and append it to "
+                                                       "a witness file"))
+    p.add_argument("--key", required=True, help="private key file (mode 0600)")
+    p.add_argument("--witness", required=True, metavar="FILE", help="witness file (JSON lines)")
+    p.set_defaults(func=cmd_checkpoint)
+
+    p = verbs.add_parser("db", help="PostgreSQL fleet store: roles, GRANTs, row-level security")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    q = actions.add_parser("init", help="as the owner: schema, triggers, roles and policies")
+    q.add_argument("--db", required=True, help="URL connecting as the owner role")
+    q.add_argument("--print-sql", action="store_true",
+                   help="print the GRANTs and policies instead of applying them")
+    q = with_store(actions.add_parser("add-robot", help="a login role for one robot, mapped "
+                                                         "to its identity"))
+    q.add_argument("--role", required=True)
+    q.add_argument("--password-file", help="file holding the role's password")
+    q = actions.add_parser("add-analyst", help="a login role reading every robot's rows")
+    q.add_argument("--db", required=True, help="URL connecting as the owner role")
+    q.add_argument("--role", required=True)
+    q.add_argument("--password-file", help="file holding the role's password")
+    for q in actions.choices.values():
+        q.set_defaults(func=cmd_db)
 
     p = verbs.add_parser("bringup", help="start the four nodes (what the launch file starts)")
     p.add_argument("--manifest", required=True)
@@ -362,10 +480,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from robot_memory.manifest import ManifestError
     from robot_memory.store import StoreError
+    from robot_memory.witness import WitnessError
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (CommandError, ManifestError, StoreError, OSError) as exc:
+    except (CommandError, ManifestError, StoreError, WitnessError, OSError) as exc:
         print(f"robot-memory {args.verb}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -7,20 +7,69 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# Boundaries are "not a letter or digit" rather than regex word boundaries (\b): a
+# secret glued to an underscore (`token_AKIA...`, `cam_gain_eyJ...`) is still found,
+# while a longer run of letters and digits (an id, a hash) is not cut into a match.
+_START, _END = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
+
+
+class _PhoneNumber:
+    """Phone numbers: a pattern finds candidates, the digit count decides (E.164 has 8
+    to 15 digits with the country code), so `+1 2 3` or a coordinate is not a number."""
+
+    # International: +country code, then groups of 1-4 digits with any common separator.
+    # National: (415) 555-0123; 415-555-0123 or 415.555.0123 (one separator throughout);
+    # 020 7946 0958 (spaces need the trunk 0: a list of integers is not a number).
+    _CANDIDATE = re.compile(
+        r"(?<![A-Za-z0-9.+])(?:\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?){2,7}"
+        r"|\(\d{2,4}\)[\s.-]?\d{3,4}[\s.-]\d{3,4}|\d{2,4}([.-])\d{3,4}\1\d{3,4})"
+        r"(?![A-Za-z0-9]|\.\d)"
+        r"|(?<![A-Za-z0-9.+-])0\d{1,4} \d{3,4} \d{3,4}(?![A-Za-z0-9]|\.\d)")
+
+    # Groups of a UUID (0211-4503-9321) look like a national number; they are ids.
+    _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+
+    def search(self, text: str) -> str | None:
+        uuids = [m.span() for m in self._UUID.finditer(text)]
+        for match in self._CANDIDATE.finditer(text):
+            if any(start <= match.start() < end for start, end in uuids):
+                continue
+            number = self._longest_number(match.group())
+            if number:
+                return number
+        return None
+
+    @staticmethod
+    def _longest_number(candidate: str) -> str:
+        """The longest run of whole digit groups from the start with 8 to 15 digits (a
+        number followed by more digits, `+14155550123 1234`, is still found)."""
+        digits, best = 0, ""
+        for index, char in enumerate(candidate):
+            if char.isdigit():
+                digits += 1
+                at_group_end = index + 1 == len(candidate) or not candidate[index + 1].isdigit()
+                if at_group_end and 8 <= digits <= 15:
+                    best = candidate[:index + 1]
+        return best
+
+
 # Category -> pattern. Ordered: the first match names the category.
-PATTERNS: dict[str, re.Pattern[str]] = {
-    "private_key": re.compile(r"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY-----"),
-    "jwt": re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"),
+PATTERNS: dict[str, re.Pattern[str] | _PhoneNumber] = {
+    "private_key": re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    "jwt": re.compile(_START + r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
     "api_key": re.compile(
-        r"\b(?:AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}"
-        r"|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})\b"
+        _START + r"(?:(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[0-9A-Z]{16}"
+        r"|sk-[A-Za-z0-9_-]{20,}|(?:sk|rk|pk)_live_[A-Za-z0-9]{16,}"
+        r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}"
+        r"|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})" + _END +
         r"|(?i:\b(?:api[_-]?key|access[_-]?token|secret[_-]?key|auth[_-]?token|bearer)"
         r"\b\s*[:=]?\s*[A-Za-z0-9_./+-]{12,})"),
     "password": re.compile(r"(?i)\b(?:password|passwd|passphrase|pwd)\b\s*[:=]\s*\S+"),
-    "email": re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"),
-    "phone_number": re.compile(
-        r"(?<![\w.])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)[\s.-]?|\d{2,4}[\s.-])\d{3,4}[\s.-]\d{3,4}"
-        r"(?![\w.])|(?<![\w.])\+\d{9,15}(?![\w.])"),
+    # Matches start only where a local part starts: linear, not quadratic, on long runs.
+    "email": re.compile(r"(?<![A-Za-z0-9!#$%&'*+/=?^_`{|}~.-])[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+"
+                        r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+"
+                        r"[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9](?![A-Za-z0-9])"),
+    "phone_number": _PhoneNumber(),
 }
 
 

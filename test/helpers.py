@@ -23,3 +23,36 @@ def varied_events(n: int) -> list[NewEvent]:
                          force=float(5 * (i % 6)), target=f"object_{i % 40}",
                          zone=f"zone_{i % 7}", observations={"mass_kg": (i % 13) / 10})
             for i in range(n)]
+
+
+def recompute_chain_from(db_url, identity, seq, new_payload_json):
+    """The attack the hash chain alone cannot see: edit one event behind the triggers,
+    recompute every later hash, move the head and refresh verified_checkpoints."""
+    import sqlite3
+
+    from robot_memory.store.episodic import event_digest
+    from robot_memory.store.schema import GENESIS_HASH
+    conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+    conn.execute("DROP TRIGGER events_refuse_update")
+    rows = conn.execute("SELECT id, seq, kind, stamp_ns, payload_json, prev_hash FROM events "
+                        "WHERE identity_hash = ? ORDER BY seq", (identity,)).fetchall()
+    prev = GENESIS_HASH
+    for row_id, row_seq, kind, stamp_ns, payload_json, prev_hash in rows:
+        if row_seq < seq:
+            prev = conn.execute("SELECT event_hash FROM events WHERE id = ?",
+                                (row_id,)).fetchone()[0]
+            continue
+        if row_seq == seq:
+            payload_json = new_payload_json
+        digest = event_digest(prev, identity, row_seq, kind, stamp_ns, payload_json)
+        conn.execute("UPDATE events SET payload_json = ?, prev_hash = ?, event_hash = ? "
+                     "WHERE id = ?", (payload_json, prev, digest, row_id))
+        prev = digest
+    conn.execute("UPDATE chain_heads SET event_hash = ? WHERE identity_hash = ?", (prev, identity))
+    last_id = conn.execute("SELECT id FROM events WHERE identity_hash = ? ORDER BY seq DESC",
+                           (identity,)).fetchone()[0]
+    conn.execute("DELETE FROM verified_checkpoints")
+    conn.execute("INSERT INTO verified_checkpoints VALUES (?, ?, ?, ?, 1)",
+                 (identity, len(rows), last_id, prev))
+    conn.commit()
+    conn.close()

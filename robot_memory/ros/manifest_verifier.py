@@ -18,7 +18,8 @@ from rclpy.node import Node
 from robot_memory.event_kinds import IDENTITY_VERIFICATION
 from robot_memory.manifest import ManifestError, load_manifest, read_certified_hash
 from robot_memory.msg import IdentityStatus
-from robot_memory.ros.diagnostics import ERROR, OK, DiagnosticsPublisher
+from robot_memory.ros.checkpoint_signer import CheckpointSigner
+from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.identity_gate import STATE_NAMES
 from robot_memory.ros.lifecycle_manager import LifecycleManager
 from robot_memory.ros.params import declare_parameters
@@ -34,6 +35,7 @@ class ManifestVerifier(Node):
         self.params = declare_parameters(self, "manifest_verifier")
         self._publisher = self.create_publisher(IdentityStatus, "identity_status",
                                                 IDENTITY_STATUS_QOS)
+        self.checkpoints = CheckpointSigner(self, self.params)
         self.status = self.check()
         self._publisher.publish(self.status)
         level = self.get_logger().info if self.status.state == IdentityStatus.VERIFIED \
@@ -42,6 +44,8 @@ class ManifestVerifier(Node):
         # Only a verified identity and store bring the memory nodes up; otherwise they
         # stay unconfigured until a human acts (no automatic repair).
         self.lifecycle = None
+        if self.status.state == IdentityStatus.VERIFIED:
+            self.checkpoints.start(self.status.computed_hash)
         if self.status.state == IdentityStatus.VERIFIED and self.params["managed_nodes"]:
             self.lifecycle = LifecycleManager(self, list(self.params["managed_nodes"]))
         self.full_check_done = False
@@ -59,8 +63,12 @@ class ManifestVerifier(Node):
                   if self.params["full_check_after_boot"] and state != "UNVERIFIED" else "off"}
         if self.lifecycle is not None:
             values.update({f"node.{name}": label for name, label in self.lifecycle.states.items()})
+        values.update(self.checkpoints.diagnostic_values())
         level = OK if self.status.state == IdentityStatus.VERIFIED else ERROR
-        self.diagnostics.publish(level, f"identity {state}: {self.status.reason}", values)
+        message = f"identity {state}: {self.status.reason}"
+        if level == OK and self.checkpoints.witness.warning:
+            level, message = WARN, f"{message}; {self.checkpoints.witness.warning}"
+        self.diagnostics.publish(level, message, values)
 
     def check(self) -> IdentityStatus:
         status = IdentityStatus(manifest_path=self.params["manifest_path"])
@@ -95,6 +103,9 @@ class ManifestVerifier(Node):
                                   sample=self.params["boot_sample_events"])
             if not verdict.ok:
                 return "; ".join(verdict.lines)
+        problem = self.checkpoints.boot_problem(identity_hash)
+        if problem:
+            return problem
         try:
             store = MemoryStore(self.params["database_url"])
         except Exception as exc:  # any driver error means we must not serve
@@ -132,6 +143,7 @@ class ManifestVerifier(Node):
             return
         if self.lifecycle is not None:
             self.lifecycle.stop()
+        self.checkpoints.stop()
         self.status.state = IdentityStatus.STORE_CORRUPTED
         self.status.reason = "full store check failed: " + "; ".join(verdict.lines)
         self.status.header.stamp = self.get_clock().now().to_msg()
@@ -141,7 +153,8 @@ class ManifestVerifier(Node):
 
 
 def main(args=None) -> None:
-    run_node(ManifestVerifier, args)
+    run_node(ManifestVerifier, args,
+             before_destroy=lambda node: node.checkpoints.sign("shutdown"))
 
 
 if __name__ == "__main__":

@@ -27,3 +27,9 @@ EXECUTION_RESULTS_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST,
 DIAGNOSTICS_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
                              reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.VOLATILE)
+
+# Signed checkpoints: latched, so a fleet or base-station witness that starts late still
+# gets the newest one.
+CHECKPOINT_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                            reliability=ReliabilityPolicy.RELIABLE,
+                            durability=DurabilityPolicy.TRANSIENT_LOCAL)

@@ -12,12 +12,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy import Connection, func, insert, inspect, select, text, update
 from sqlalchemy.dialects import postgresql
 
 from robot_memory.canonical import canonical_json, sha256_hex
 from robot_memory.store.engine import create_store_engine
-from robot_memory.store.guards import install_append_only_guards
+from robot_memory.store.guards import guards_installed, install_append_only_guards
 from robot_memory.store.schema import (
     GENESIS_HASH,
     SCHEMA_VERSION,
@@ -76,6 +76,10 @@ def event_digest(prev_hash: str, identity_hash: str, seq: int, kind: str, stamp_
     return sha256_hex(prev_hash + body)
 
 
+def _all_tables_exist(conn: Connection) -> bool:
+    return set(metadata.tables) <= set(inspect(conn).get_table_names())
+
+
 def _event_from_row(row) -> StoredEvent:
     return StoredEvent(row.id, row.seq, row.kind, row.stamp_ns, json.loads(row.payload_json),
                        row.prev_hash, row.event_hash)
@@ -102,8 +106,10 @@ class MemoryStore:
             if conn.dialect.name == "postgresql":
                 # Robots of a fleet may open a new database at once: one creates the schema.
                 conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
-            metadata.create_all(conn)
-            install_append_only_guards(conn)
+            # DDL only when something is missing: a fleet's runtime role may not create.
+            if not (guards_installed(conn) and _all_tables_exist(conn)):
+                metadata.create_all(conn)
+                install_append_only_guards(conn)
             version = conn.execute(select(store_info.c.value).where(
                 store_info.c.key == "schema_version")).scalar()
             if version is None:

@@ -35,3 +35,15 @@ def install_append_only_guards(conn: Connection) -> None:
         raise NotImplementedError(f"no append-only guard for {conn.dialect.name}")
     for statement in statements:
         conn.exec_driver_sql(statement)
+
+
+def guards_installed(conn: Connection) -> bool:
+    """PostgreSQL: are both triggers on events in place? (A runtime role that may not
+    create them must not try when they are.) Always False on SQLite: its CREATE ... IF
+    NOT EXISTS is cheap and needs no privilege."""
+    if conn.dialect.name != "postgresql":
+        return False
+    found = conn.exec_driver_sql(
+        "SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('events') "
+        "AND tgname IN ('events_refuse_change', 'events_refuse_truncate')").scalar()
+    return found == 2

@@ -1,0 +1,155 @@
+"""Least privilege on a shared PostgreSQL fleet store, and one robot per partition.
+
+Three kinds of role:
+- the owner (whoever runs `robot-memory db init`): owns the tables, the append-only
+  triggers and their function, and the robot-to-identity map. Only it can alter,
+  disable or drop them.
+- `robot_memory_runtime` (no login), granted to one login role per robot: INSERT and
+  SELECT on the log, the chain head and the derived tables, never UPDATE, DELETE or
+  TRUNCATE of `events`, never DDL. Row-level security limits every table with an
+  `identity_hash` column to the identities mapped to the login role in `robot_roles`,
+  a table only the owner writes: a robot cannot choose its identity, not even with
+  hand-written SQL (a session setting would let the client choose).
+- `robot_memory_analytics` (no login), granted to analysts: SELECT across robots.
+
+The tables that get row-level security are found from the schema metadata, so a table
+added later gets it at the next `db init` without being listed here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import Connection, Table, text
+
+from robot_memory.store.schema import metadata
+
+RUNTIME_ROLE = "robot_memory_runtime"
+ANALYTICS_ROLE = "robot_memory_analytics"
+ROBOT_ROLES_TABLE = "robot_roles"
+OWN_ROWS_POLICY = "robot_memory_own_rows"
+FLEET_READ_POLICY = "robot_memory_fleet_read"
+
+# What the runtime role may do per table; any other table of the schema is derived
+# knowledge (rebuilt from the log) and may be rewritten by the nodes.
+RUNTIME_PRIVILEGES = {
+    "events": "SELECT, INSERT",  # the log: append and read, nothing else
+    "chain_heads": "SELECT, INSERT, UPDATE",  # the append moves the head
+    "store_info": "SELECT",  # schema version, written by the owner
+}
+DERIVED_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
+
+_ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+# Rows of `robot_roles` name the login role and the identity it may read and write.
+_MAPPED = (f"identity_hash IN (SELECT identity_hash FROM {ROBOT_ROLES_TABLE} "
+           "WHERE role_name = current_user::text)")
+
+
+class RoleError(Exception):
+    """Raised for a role name that is not a plain lower-case identifier, an identity
+    hash that is not 64 hex digits, or a database that is not PostgreSQL."""
+
+
+def identity_tables() -> list[Table]:
+    """Every table of the schema with an identity_hash column (all get row-level security)."""
+    return [t for t in metadata.sorted_tables if "identity_hash" in t.c]
+
+
+def runtime_privileges(table: str) -> str:
+    return RUNTIME_PRIVILEGES.get(table, DERIVED_PRIVILEGES)
+
+
+def security_statements() -> list[str]:
+    """The exact GRANTs and policies `db init` applies (idempotent; printed by
+    `robot-memory db init --print-sql`, quoted in the README)."""
+    statements = [
+        "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+        f"CREATE TABLE IF NOT EXISTS {ROBOT_ROLES_TABLE} (role_name text PRIMARY KEY, "
+        "identity_hash varchar(64) NOT NULL)",
+        f"REVOKE ALL ON {ROBOT_ROLES_TABLE} FROM PUBLIC",
+        f"GRANT SELECT ON {ROBOT_ROLES_TABLE} TO {RUNTIME_ROLE}, {ANALYTICS_ROLE}",
+        f"ALTER TABLE {ROBOT_ROLES_TABLE} ENABLE ROW LEVEL SECURITY",
+        f"DROP POLICY IF EXISTS {OWN_ROWS_POLICY} ON {ROBOT_ROLES_TABLE}",
+        f"CREATE POLICY {OWN_ROWS_POLICY} ON {ROBOT_ROLES_TABLE} FOR SELECT TO {RUNTIME_ROLE} "
+        "USING (role_name = current_user::text)",
+        f"DROP POLICY IF EXISTS {FLEET_READ_POLICY} ON {ROBOT_ROLES_TABLE}",
+        f"CREATE POLICY {FLEET_READ_POLICY} ON {ROBOT_ROLES_TABLE} FOR SELECT "
+        f"TO {ANALYTICS_ROLE} USING (true)",
+    ]
+    for table in metadata.sorted_tables:
+        name = table.name
+        statements += [
+            f"REVOKE ALL ON {name} FROM PUBLIC",
+            f"GRANT {runtime_privileges(name)} ON {name} TO {RUNTIME_ROLE}",
+            f"GRANT SELECT ON {name} TO {ANALYTICS_ROLE}",
+        ]
+    for table in identity_tables():
+        name = table.name
+        statements += [
+            f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY",
+            f"DROP POLICY IF EXISTS {OWN_ROWS_POLICY} ON {name}",
+            f"CREATE POLICY {OWN_ROWS_POLICY} ON {name} TO {RUNTIME_ROLE} "
+            f"USING ({_MAPPED}) WITH CHECK ({_MAPPED})",
+            f"DROP POLICY IF EXISTS {FLEET_READ_POLICY} ON {name}",
+            f"CREATE POLICY {FLEET_READ_POLICY} ON {name} FOR SELECT TO {ANALYTICS_ROLE} "
+            "USING (true)",
+        ]
+    statements.append(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {RUNTIME_ROLE}")
+    return statements
+
+
+def _check_postgresql(conn: Connection) -> None:
+    if conn.dialect.name != "postgresql":
+        raise RoleError(f"roles and row-level security need PostgreSQL, not "
+                        f"{conn.dialect.name}")
+
+
+def _check_role_name(role: str) -> str:
+    if not _ROLE_NAME.match(role):
+        raise RoleError(f"role name {role!r} must be a lower-case identifier "
+                        "([a-z_][a-z0-9_]*, at most 63 characters)")
+    return role
+
+
+def _create_role(conn: Connection, role: str, login: bool, password: str | None) -> None:
+    exists = conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}).first()
+    options = "LOGIN" if login else "NOLOGIN"
+    if password is not None:
+        options += " PASSWORD '" + password.replace("'", "''") + "'"
+    verb = "ALTER" if exists else "CREATE"
+    conn.exec_driver_sql(f"{verb} ROLE {role} {options}".replace("%", "%%"))
+
+
+def init_security(conn: Connection) -> None:
+    """Create the group roles, the robot map, the GRANTs and the row-level security.
+    Run as the owner of the schema (after the tables exist)."""
+    _check_postgresql(conn)
+    for role in (RUNTIME_ROLE, ANALYTICS_ROLE):
+        _create_role(conn, role, login=False, password=None)
+    for statement in security_statements():
+        conn.exec_driver_sql(statement)
+
+
+def add_robot_role(conn: Connection, role: str, identity_hash: str,
+                   password: str | None = None) -> None:
+    """A login role for one robot, a member of the runtime role, mapped to its identity."""
+    _check_postgresql(conn)
+    _check_role_name(role)
+    if not _HEX64.match(identity_hash):
+        raise RoleError(f"identity hash {identity_hash!r} is not 64 lower-case hex digits")
+    _create_role(conn, role, login=True, password=password)
+    conn.exec_driver_sql(f"GRANT {RUNTIME_ROLE} TO {role}")
+    conn.execute(text(f"INSERT INTO {ROBOT_ROLES_TABLE} (role_name, identity_hash) "
+                      "VALUES (:r, :i) ON CONFLICT (role_name) DO UPDATE "
+                      "SET identity_hash = EXCLUDED.identity_hash"),
+                 {"r": role, "i": identity_hash})
+
+
+def add_analyst_role(conn: Connection, role: str, password: str | None = None) -> None:
+    """A login role that reads every robot's rows and writes nothing."""
+    _check_postgresql(conn)
+    _check_role_name(role)
+    _create_role(conn, role, login=True, password=password)
+    conn.exec_driver_sql(f"GRANT {ANALYTICS_ROLE} TO {role}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from robot_memory.consolidation.rules import RULES_BY_KIND, SkipRecord, supported_key
+from robot_memory.errors import InputError
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, FACT_CONSULTATION,
                                      KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED)
 from robot_memory.records import InvalidRecord, record_from_payload
@@ -15,7 +16,7 @@ from robot_memory.store.episodic import FactRow, Partition
 MAX_IDS = 200  # event ids listed in full; beyond that the count is still exact
 
 
-class FactNotFound(Exception):
+class FactNotFound(InputError):
     """Raised when no fact of this identity has the given id or kind + key."""
 
 

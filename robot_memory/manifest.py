@@ -14,11 +14,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from robot_memory.canonical import canonical_json, sha256_hex
+from robot_memory.errors import InputError
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
-class ManifestError(Exception):
+class ManifestError(InputError):
     """Raised when a manifest file is missing, unreadable, not YAML, or has unknown,
     missing or mistyped fields; or when a certified hash is not 64 hex digits."""
 

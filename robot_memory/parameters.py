@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from robot_memory.errors import UnknownParameter
+
 SPEC_PATH = Path(__file__).with_name("parameters.yaml")
 _PY_TYPES = {"string": str, "bool": bool, "int": int, "double": float, "string_array": list}
 
@@ -76,3 +78,17 @@ def node_settings(node: str, overrides: dict[str, Any]) -> dict[str, Any]:
                 raise ValueError(f"{node}: {problem}")
             values[name] = value
     return values
+
+
+def check_names(overrides: dict[str, Any], nodes: tuple[str, ...] | list[str]) -> None:
+    """Raise UnknownParameter when a name in `overrides` is declared by none of `nodes`
+    (a mistyped name would otherwise be ignored by `node_settings`)."""
+    known = set()
+    for node in nodes:
+        known.update(node_parameters(node))
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        where = nodes[0] if len(nodes) == 1 else "any node"
+        raise UnknownParameter("--param", "unknown_parameter",
+                               f"{', '.join(unknown)}: not a parameter of {where} "
+                               f"(see docs/parameters.md)")

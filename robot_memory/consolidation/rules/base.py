@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from robot_memory.errors import ConsolidationError, InputError
+
 RULE_VERSION = "v1.0"
 
 STATUS_CANDIDATE = "candidate"
@@ -22,7 +24,7 @@ STATUS_INVALIDATED = "invalidated"
 DAY_S = 86400.0
 
 
-class ConsolidationConfigError(Exception):
+class ConsolidationConfigError(ConsolidationError):
     """Raised when stored state was built with a different time_bucket_s than configured
     (the buckets would not line up; rebuild with `robot-memory replay`)."""
 
@@ -84,7 +86,7 @@ class RenderedFact:
     rule_version: str = RULE_VERSION
 
 
-class SkipRecord(Exception):
+class SkipRecord(InputError):
     """Raised by a rule's extract() when a record lacks the structured fields it needs."""
 
     def __init__(self, reason: str):

@@ -451,7 +451,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"(set {TRACEBACK_ENV}=1 for the traceback)", file=sys.stderr)
             return 1
     where = getattr(error, "prog", "")
-    print(f"{where or prog}: error: {error}", file=sys.stderr)
+    one_line = " | ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    print(f"{where or prog}: error: {one_line}", file=sys.stderr)
     return error.exit_code
 
 

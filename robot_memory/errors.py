@@ -41,7 +41,7 @@ from typing import ClassVar
 
 __all__ = ["ConsolidationError", "InputError", "RobotMemoryError", "StoreFailure",
            "StoreIntegrityError", "StoreLocked", "UnknownParameter", "UsageError",
-           "EXIT_CODES", "exit_code_of", "from_foreign"]
+           "EXIT_CODES", "exit_code_of", "from_foreign", "yaml_problem"]
 
 
 class RobotMemoryError(Exception):
@@ -170,10 +170,7 @@ def from_foreign(error: BaseException, where: str = "") -> RobotMemoryError | No
     except ImportError:  # pragma: no cover
         yaml = None
     if yaml is not None and isinstance(error, yaml.YAMLError):
-        mark = getattr(error, "problem_mark", None)
-        place = f"{where} line {mark.line + 1}" if mark is not None and where else where
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        return InputError(place or "yaml", "not_yaml", f"not valid YAML: {problem}")
+        return InputError(where or "yaml", "not_yaml", f"not valid YAML: {yaml_problem(error)}")
     if isinstance(error, OSError):
         path = error.filename or where or "file"
         text = error.strerror or str(error)
@@ -185,6 +182,13 @@ def from_foreign(error: BaseException, where: str = "") -> RobotMemoryError | No
             return InputError(path, "permission_denied", "permission denied")
         return InputError(path, "os_error", text)
     return None
+
+
+def yaml_problem(error: BaseException) -> str:
+    """A YAML error in one line: `line L column C: problem` (PyYAML's own is several)."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    return f"line {mark.line + 1} column {mark.column + 1}: {problem}" if mark else problem
 
 
 def _from_sqlalchemy(error, sa_exc, where: str) -> RobotMemoryError:

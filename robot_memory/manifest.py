@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from robot_memory.canonical import canonical_json, sha256_hex
-from robot_memory.errors import InputError
+from robot_memory.errors import InputError, yaml_problem
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -60,7 +60,7 @@ def load_manifest(path: str | Path) -> IdentityManifest:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ManifestError(f"manifest {path} is not valid YAML: {exc}") from exc
+        raise ManifestError(f"manifest {path} is not valid YAML: {yaml_problem(exc)}") from exc
     if not isinstance(data, dict):
         raise ManifestError(f"manifest {path} must be a mapping of the manifest fields")
     try:

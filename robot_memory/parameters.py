@@ -13,10 +13,17 @@ from typing import Any
 
 import yaml
 
-from robot_memory.errors import UnknownParameter
+from robot_memory.errors import UnknownParameter, UsageError
 
 SPEC_PATH = Path(__file__).with_name("parameters.yaml")
 _PY_TYPES = {"string": str, "bool": bool, "int": int, "double": float, "string_array": list}
+
+
+class InvalidParameterValue(UsageError, ValueError):
+    """Raised by `node_settings` when a value is of the wrong type or out of its range
+    (a ValueError too, as it always was)."""
+
+    default_reason = "invalid_parameter"
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,7 @@ def node_settings(node: str, overrides: dict[str, Any]) -> dict[str, Any]:
         if name in specs:
             problem = specs[name].check(value)
             if problem:
-                raise ValueError(f"{node}: {problem}")
+                raise InvalidParameterValue(f"{node}: {problem}")
             values[name] = value
     return values
 

@@ -61,7 +61,7 @@ def test_errors_are_one_line_and_non_zero(tmp_path, db_url):
     bad = tmp_path / "bad.yaml"
     bad.write_text("agent_id: x\n")
     result = run("facts", "--db", db_url, "--manifest", str(bad))
-    assert result.returncode == 2
+    assert result.returncode == 3  # an input error (robot_memory.errors.InputError)
     assert result.stderr.startswith("robot-memory facts: error: manifest")
     assert "Traceback" not in result.stderr
 

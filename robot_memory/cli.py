@@ -409,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a parameter of every node that declares it (repeatable)")
     p.set_defaults(func=cmd_bringup)
 
-    p = verbs.add_parser("demo", help="the seed's glass_cup grasp example, end to end")
+    p = verbs.add_parser("demo", help="the glass_cup grasp example, end to end")
     p.add_argument("--db", default="", help="store URL (default: a temporary SQLite file)")
     p.add_argument("--period", type=float, default=2.0, help="consolidation period, sim seconds")
     p.add_argument("--keep", action="store_true", help="keep the temporary files")

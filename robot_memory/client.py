@@ -106,7 +106,8 @@ def _describe(fact, value: dict) -> list[str]:
 
 
 def format_grounding_block(facts) -> str:
-    """The seed's prompt grounding block, one entry per fact, e.g.
+    """The prompt grounding block of the paper "Episodic-to-Semantic Consolidation
+    Without Identity Drift", one entry per fact, e.g.
     'known facts for this robot: manipulation.grasp + glass_cup + sim_relaxed:
     recommended_force_n = 25, success_rate = 0.75, confidence = 0.61, n_observations = 16'."""
     if not facts:

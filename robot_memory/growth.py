@@ -1,4 +1,5 @@
-"""The runaway-growth guard (seed 001): past the limit consolidation pauses and a human
+"""The runaway-growth guard (from the Long-Term Memory & Knowledge Consolidation
+Protocol Spec v0.1): past the limit consolidation pauses and a human
 is asked to review; logging goes on up to the hard limit, past which new events are
 refused loudly (never dropped silently). A limit of 0 disables that check."""
 

@@ -2,7 +2,8 @@
 
 The hash input is exactly the seven manifest fields below, canonically serialised.
 Nothing the store or the consolidator writes is a field here, so no amount of
-learning can move the hash (seed 000, Lemma 1).
+learning can move the hash (Lemma 1 of the paper "Episodic-to-Semantic
+Consolidation Without Identity Drift").
 """
 
 from __future__ import annotations

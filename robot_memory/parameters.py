@@ -99,3 +99,69 @@ def check_names(overrides: dict[str, Any], nodes: tuple[str, ...] | list[str]) -
         raise UnknownParameter("--param", "unknown_parameter",
                                f"{', '.join(unknown)}: not a parameter of {where} "
                                f"(see docs/parameters.md)")
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, list):
+        return f"`[{', '.join(str(v) for v in value)}]`"
+    if isinstance(value, str):
+        return f"`{value}`" if value else '`""`'
+    return f"`{value}`"
+
+
+def _range(spec: ParameterSpec) -> str:
+    if spec.min is None and spec.max is None:
+        return ""
+    return f"{'' if spec.min is None else spec.min} .. {'' if spec.max is None else spec.max}"
+
+
+def markdown() -> str:
+    """docs/parameters.md: every parameter of every node, rendered from parameters.yaml."""
+    table = _table()
+    lines = ["# Parameters", "",
+             "<!-- Generated from robot_memory/parameters.yaml by "
+             "`python -m robot_memory.parameters --markdown docs/parameters.md`; "
+             "do not edit by hand. -->", "",
+             "Every node parameter, declared once in "
+             "[`robot_memory/parameters.yaml`](../robot_memory/parameters.yaml) and read by "
+             "the nodes, the launch file and `robot-memory bringup`. Set them with "
+             "`robot-memory bringup --param NAME=VALUE`, a launch `params_file` "
+             "(see the README) or `--ros-args -p NAME:=VALUE` for a single node. "
+             "`use_sim_time` is ROS's own parameter; the launch file and `bringup` set it "
+             "on every node.", ""]
+    sections = [("Every node", "common", table["common"])]
+    sections += [(f"`{node}`", node, table.get(node, {})) for node in table["nodes"]]
+    for title, key, entries in sections:
+        lines += [f"## {title}", ""]
+        if key != "common":
+            lines += ["Also declares every parameter of \"Every node\" above.", ""]
+        lines += ["| parameter | type | default | range | read-only | meaning |",
+                  "|---|---|---|---|---|---|"]
+        for name, raw in entries.items():
+            spec = ParameterSpec(name=name, **raw)
+            lines.append(f"| `{name}` | {spec.type} | {_cell(spec.default)} | {_range(spec)} "
+                         f"| {'yes' if spec.read_only else 'no'} | "
+                         f"{spec.description.replace('|', '&#124;')} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m robot_memory.parameters",
+                                     description="Render the parameter table.")
+    parser.add_argument("--markdown", metavar="PATH", nargs="?", const="-", required=True,
+                        help="write docs/parameters.md's content to PATH (default stdout)")
+    args = parser.parse_args(argv)
+    text = markdown()
+    if args.markdown == "-":
+        print(text, end="")
+    else:
+        Path(args.markdown).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

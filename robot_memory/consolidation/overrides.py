@@ -1,4 +1,4 @@
-"""Human overrides (seed 001): operators correct the memory without rewriting history.
+"""Human overrides (Long-Term Memory & Knowledge Consolidation Protocol Spec v0.1): operators correct the memory without rewriting history.
 
 Every override is an `override` event in the episodic log (who, why, what); the
 consolidation pass and replay read them from the log in order, so replay reproduces

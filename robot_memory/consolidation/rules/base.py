@@ -35,12 +35,14 @@ class RulesConfig:
 
     # A fact stays a candidate (not served as authoritative) below this many observations.
     promotion_min_observations: int = 3
-    # Beta prior of the shrunk rate (seed 000: mean 0.5, weight 10 pseudo-observations).
+    # Beta prior of the shrunk rate (as in "Episodic-to-Semantic Consolidation
+    # Without Identity Drift": mean 0.5, weight 10 pseudo-observations).
     prior_mean: float = 0.5
     prior_weight: float = 10.0
     # Evidence loses half its weight per half-life of EVENT time (stamps, not wall clock).
     half_life_s: float = 30 * DAY_S
-    # Safety-relevant failures are remembered longer (seed 004: failures outlast successes).
+    # Safety-relevant failures are remembered longer ("The Yggdrasil Memory Architecture":
+    # failures outlast successes).
     safety_half_life_s: float = 120 * DAY_S
     safety_failure_reasons: tuple[str, ...] = ("collision", "dropped", "human_contact",
                                                "estop", "overforce")

@@ -6,29 +6,31 @@ fault: a file, a parameter, a record field, the store URL; may be empty), `reaso
 short stable code a test or a counter can match) and `detail` (the sentence a human
 reads). `str(error)` is the one line the command line prints.
 
-    RobotMemoryError                          exit 1  (anything not below)
-    ├── UsageError                            exit 2  arguments the command cannot take
-    │   ├── cli.CommandError                          a verb refuses its arguments
-    │   └── UnknownParameter                          --param NAME no node declares
-    ├── InputError                            exit 3  a file or value given is missing or invalid
-    │   ├── manifest.ManifestError                    identity manifest, certified hash
-    │   ├── records.InvalidRecord                     an execution result, field by field
-    │   ├── consolidation.OverrideError               an override that cannot be recorded
-    │   ├── explain.FactNotFound                      no such fact for this identity
-    │   ├── consolidation.SkipRecord                  (internal: a rule skips a record)
-    │   └── ros.episodic_logger.Refused               (internal: a result the logger refused)
-    ├── StoreFailure                          exit 4  the store cannot be opened or read
-    │   ├── store.StoreError                          (bad URL, no driver, no server, schema)
-    │   ├── StoreLocked                       exit 5  another connection holds the lock
-    │   └── StoreIntegrityError               exit 6  the file or a chain cannot be trusted
+    RobotMemoryError                      exit 1  anything not below
+    ├── UsageError                        exit 2  arguments the command cannot take
+    │   ├── cli.CommandError                      a verb refuses its arguments
+    │   ├── UnknownParameter                      --param NAME no node declares
+    │   └── parameters.InvalidParameterValue      a value of the wrong type or range
+    ├── InputError                        exit 3  a file or value given is missing/invalid
+    │   ├── manifest.ManifestError                identity manifest, certified hash
+    │   ├── records.InvalidRecord                 an execution result, field by field
+    │   ├── consolidation.overrides.OverrideError an override that cannot be recorded
+    │   ├── explain.FactNotFound                  no such fact for this identity
+    │   ├── consolidation.rules.SkipRecord        (internal: a rule skips a record)
+    │   └── ros.episodic_logger.Refused           (internal: a result the logger refused)
+    ├── StoreFailure                      exit 4  the store cannot be opened or read
+    │   ├── store.StoreError                      (bad URL, no driver, no server, schema)
+    │   ├── StoreLocked                   exit 5  another connection holds the lock
+    │   └── StoreIntegrityError           exit 6  the file or a chain cannot be trusted
     │       └── store.integrity.StoreCorrupted
-    └── ConsolidationError                    exit 7  a pass refused to run
-        ├── consolidation.ConsolidationConfigError    time_bucket_s differs from the store's
-        └── consolidation.ConcurrentPass              another pass committed first (retry)
+    └── ConsolidationError                exit 7  a pass refused to run
+        ├── consolidation.ConsolidationConfigError  time_bucket_s is not the store's
+        └── consolidation.ConcurrentPass          another pass committed first (retry)
 
-The family is `StoreFailure` so that it does not clash with `store.StoreError`, the class
-the store package has always raised. Exit code 1 is also what a verb returns when it ran and found a problem it
-reports itself (`ingest` rejected lines, `verify` found a broken chain).
+The family is `StoreFailure` so that it does not clash with `store.StoreError`, the
+class the store package has always raised. Exit code 1 is also what a verb returns when
+it ran and found a problem it reports itself (`ingest` rejected lines, `verify` found a
+broken chain).
 
 Foreign errors are converted where they enter: `from_foreign` maps SQLAlchemy, YAML and
 OS errors to the families above, naming the place (`--db`, a path) they concern.

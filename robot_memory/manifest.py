@@ -46,13 +46,21 @@ class IdentityManifest(BaseModel):
         return value
 
     def canonical(self) -> str:
+        """The canonical JSON of the seven fields: the exact bytes the hash is taken over."""
         return canonical_json(self.model_dump())
 
     def identity_hash(self) -> str:
+        """SHA-256 (64 lowercase hex digits) of `canonical()`: the robot's identity."""
         return sha256_hex(self.canonical())
 
 
 def load_manifest(path: str | Path) -> IdentityManifest:
+    """Read and validate a manifest file.
+
+    Raises ManifestError (an InputError, exit code 3) naming the file and the field when
+    the file is missing or unreadable, is not YAML, is not a mapping, or has unknown,
+    missing, empty or mistyped fields.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -83,6 +91,8 @@ def _describe(err: dict) -> str:
 
 
 def parse_certified_hash(text: str, source: str) -> str:
+    """`text` as a certified hash (stripped, lowercase). Raises ManifestError naming
+    `source` (a parameter, a file, an option) when it is not 64 hex digits."""
     value = text.strip().lower()
     if not _HEX64.match(value):
         raise ManifestError(f"certified hash from {source} is not 64 hex digits: {text!r}")
@@ -90,7 +100,10 @@ def parse_certified_hash(text: str, source: str) -> str:
 
 
 def read_certified_hash(value: str = "", path: str | Path = "") -> str:
-    """The certified identity hash, given directly or as the first word of a file."""
+    """The certified identity hash, given directly or as the first word of a file.
+
+    Raises ManifestError when neither is given, the file cannot be read, or the value is
+    not 64 hex digits."""
     if value:
         return parse_certified_hash(value, "parameter")
     if path:

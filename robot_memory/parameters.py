@@ -28,6 +28,8 @@ class InvalidParameterValue(UsageError, ValueError):
 
 @dataclass(frozen=True)
 class ParameterSpec:
+    """One parameter of parameters.yaml: type, default, description, range, read-only."""
+
     name: str
     type: str
     default: Any
@@ -58,10 +60,13 @@ def _table() -> dict[str, Any]:
 
 
 def node_names() -> list[str]:
+    """The four nodes, in start order."""
     return list(_table()["nodes"])
 
 
 def node_parameters(node: str) -> dict[str, ParameterSpec]:
+    """Every parameter `node` declares (the common ones included). KeyError for an
+    unknown node name."""
     table = _table()
     if node not in table["nodes"]:
         raise KeyError(f"unknown node {node!r}; known: {table['nodes']}")
@@ -70,12 +75,15 @@ def node_parameters(node: str) -> dict[str, ParameterSpec]:
 
 
 def node_defaults(node: str) -> dict[str, Any]:
+    """Name -> default of every parameter `node` declares."""
     return {name: spec.default for name, spec in node_parameters(node).items()}
 
 
 def node_settings(node: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """Defaults of `node` updated with the overrides it declares; unknown names ignored
-    (so one shared override dict can feed every node)."""
+    (so one shared override dict can feed every node; `check_names` refuses them).
+    Raises InvalidParameterValue (a UsageError and a ValueError) for a value of the
+    wrong type or out of range."""
     specs = node_parameters(node)
     values = node_defaults(node)
     for name, value in overrides.items():
@@ -149,6 +157,7 @@ def markdown() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`python -m robot_memory.parameters --markdown [PATH]`: regenerate the docs."""
     import argparse
     parser = argparse.ArgumentParser(prog="python -m robot_memory.parameters",
                                      description="Render the parameter table.")

@@ -2,7 +2,11 @@
 
     ros2 launch robot_memory robot_memory.launch.py \
         manifest_path:=/etc/robot/manifest.yaml certified_hash_file:=/etc/robot/certified_hash \
-        database_url:=sqlite:////var/lib/robot_memory/memory.db use_sim_time:=true
+        database_url:=sqlite:////var/lib/robot_memory/memory.db use_sim_time:=true \
+        params_file:=/etc/robot/robot_memory_params.yaml
+
+`params_file` sets any other parameter (docs/parameters.md) with a ROS 2 parameters
+file; the launch arguments win over it.
 
 Node names and parameter defaults come from robot_memory/parameters.yaml, the same
 table `robot-memory bringup` reads, so both start the same nodes with the same parameters.
@@ -14,7 +18,10 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from robot_memory.parameters import node_defaults, node_names, node_parameters
+from robot_memory.parameters import SPEC_PATH, node_defaults, node_names, node_parameters
+
+# The default params_file: sets nothing (an empty path is not a parameters file).
+NO_PARAMETERS = SPEC_PATH.parent / "config" / "no_parameters.yaml"
 
 # Launch arguments that set the node parameter of the same name (as strings, so a hash
 # made only of digits is never read as a number).
@@ -36,6 +43,9 @@ def generate_launch_description():
         DeclareLaunchArgument("namespace", default_value="",
                               description="Namespace for all four nodes and their topics."),
         DeclareLaunchArgument("log_level", default_value="info", description="Node log level."),
+        DeclareLaunchArgument("params_file", default_value=str(NO_PARAMETERS),
+                              description="ROS 2 parameters file for any other parameter "
+                                          "(docs/parameters.md); the launch arguments win."),
     ]
     nodes = []
     for name in node_names():
@@ -45,8 +55,13 @@ def generate_launch_description():
                 parameters[key] = ParameterValue(LaunchConfiguration(key), value_type=str)
         parameters["use_sim_time"] = ParameterValue(LaunchConfiguration("use_sim_time"),
                                                     value_type=bool)
+        # Order: table defaults, then params_file, then the launch arguments.
+        from_arguments = {key: parameters.pop(key) for key in (*STRING_ARGUMENTS, "use_sim_time")
+                          if key in parameters}
         nodes.append(Node(package="robot_memory", executable=name, name=name,
-                          namespace=LaunchConfiguration("namespace"), parameters=[parameters],
+                          namespace=LaunchConfiguration("namespace"),
+                          parameters=[parameters, LaunchConfiguration("params_file"),
+                                      from_arguments],
                           arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
                           output="screen"))
     return LaunchDescription(arguments + nodes)

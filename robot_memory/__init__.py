@@ -1,7 +1,8 @@
 """robot_memory: episodic-to-semantic memory for ROS 2 robots, without identity drift.
 
-The ROS-free core (manifest, store, consolidation, grounding, CLI) imports no rclpy;
-the rclpy nodes live in ``robot_memory.ros``.
+The core (manifest, store, consolidation, grounding, CLI, everything but the modules
+below) imports no rclpy. rclpy is used only by the nodes (``robot_memory.ros``), the
+planner-side ``robot_memory.client`` and the demo runner ``robot_memory.demo.run_demo``.
 """
 
 import pkgutil

@@ -14,6 +14,10 @@ from robot_memory.store import NewEvent, Partition
 
 
 class AuditWriter:
+    """Writes consultation events for the grounding server on its own thread, in batches
+    every `flush_period_s`. `submit` never blocks or raises; a failed write keeps the
+    batch and retries (the error in `last_error`); overflow is counted in `overflowed`."""
+
     def __init__(self, partition: Partition, max_queue: int = 10000, flush_period_s: float = 0.2):
         self._partition = partition
         self._queue: queue.Queue[NewEvent] = queue.Queue(maxsize=max_queue)
@@ -36,6 +40,7 @@ class AuditWriter:
 
     @property
     def depth(self) -> int:
+        """Records waiting to be written."""
         return self._queue.qsize()
 
     def _drain(self) -> list[NewEvent]:
@@ -65,6 +70,8 @@ class AuditWriter:
         self._final = carry
 
     def close(self, timeout: float = 10.0) -> None:
+        """Stop the thread (waiting up to `timeout` s) and write what is still queued;
+        a final write that fails is lost and left in `last_error`."""
         self._stop.set()
         self._thread.join(timeout)
         batch = getattr(self, "_final", []) + self._drain()

@@ -11,11 +11,13 @@ def canonical_json(value: Any) -> str:
     """Sorted keys, no insignificant whitespace, UTF-8 text, NaN refused.
 
     Floats are written with Python's shortest round-trip repr, so the same value always
-    gives the same bytes.
+    gives the same bytes. Raises ValueError for NaN or infinity and TypeError for a value
+    JSON cannot hold (a set, bytes, an object).
     """
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False)
 
 
 def sha256_hex(text: str) -> str:
+    """SHA-256 of `text` encoded as UTF-8, as 64 lowercase hex digits."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,5 +1,6 @@
 """`robot-memory`: the command line. Each verb is a thin adapter over the core; a
-failure prints one line saying what and where, and exits non-zero."""
+failure prints one line saying what and where, and exits with its family's code
+(robot_memory.errors: the table is in `robot-memory --help`)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,25 @@ from pathlib import Path
 from typing import Any
 
 from robot_memory.canonical import canonical_json
+from robot_memory.errors import (EXIT_CODES, InputError, RobotMemoryError, StoreIntegrityError,
+                                 UsageError, from_foreign)
 
 DEFAULT_DB = "sqlite:///robot_memory.db"
+# Set to 1 to get the traceback of an unexpected error instead of its one line.
+TRACEBACK_ENV = "ROBOT_MEMORY_TRACEBACK"
 
 
-class CommandError(Exception):
-    """Raised by a verb for a failure the user can fix; printed without a traceback."""
+class CommandError(UsageError):
+    """Raised by a verb for arguments it refuses; printed without a traceback (exit 2)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are a UsageError (one line, exit 2) instead of usage + exit."""
+
+    def error(self, message: str):
+        error = UsageError(f"{message} (see {self.prog} --help)")
+        error.prog = self.prog  # the (sub)command whose arguments were refused
+        raise error
 
 
 def _identity(args) -> str:
@@ -88,7 +102,8 @@ def _rules_config(args):
     from robot_memory.parameters import node_settings
     try:
         return RulesConfig.from_settings(node_settings("consolidator",
-                                                       _parse_overrides(args.param)))
+                                                       _parse_overrides(args.param,
+                                                                        ("consolidator",))))
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
 
@@ -101,11 +116,9 @@ def cmd_consolidate(args) -> int:
     return 0
 
 
-def _until(text: str) -> dict[str, int]:
-    """EVENT_ID (an integer) or TIME (seconds with a decimal point, or an ISO date)."""
+def _until_time(text: str, option: str) -> dict[str, int]:
+    """TIME: event-time seconds (stamps, sim time under use_sim_time) or an ISO 8601 date."""
     from datetime import datetime, timezone
-    if text.isdigit():
-        return {"until_event_id": int(text)}
     try:
         return {"until_stamp_ns": _stamp_ns(float(text))}
     except ValueError:
@@ -113,22 +126,41 @@ def _until(text: str) -> dict[str, int]:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError as exc:
-        raise CommandError(f"--until {text!r}: expected an event id, seconds or an ISO time") \
+        raise CommandError(f"{option} {text!r}: expected event-time seconds or an ISO time") \
             from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return {"until_stamp_ns": _stamp_ns(repr(moment.timestamp()))}
 
 
+def _until(args) -> dict[str, int]:
+    """The replay bound: --until-event N, --until-time T, or the old --until (an integer
+    is an event id, anything else a time), which says on stderr how it was read."""
+    if args.until_event is not None:
+        return {"until_event_id": args.until_event}
+    if args.until_time is not None:
+        return _until_time(args.until_time, "--until-time")
+    text = args.until
+    if text.isdigit():
+        print(f"robot-memory replay: note: --until {text} read as an event id; --until is "
+              f"deprecated, say --until-event {text} or --until-time {text}", file=sys.stderr)
+        return {"until_event_id": int(text)}
+    until = _until_time(text, "--until")
+    print(f"robot-memory replay: note: --until {text} read as an event time; --until is "
+          f"deprecated, say --until-time {text}", file=sys.stderr)
+    return until
+
+
 def cmd_replay(args) -> int:
     from robot_memory.consolidation import replay_snapshot
     partition = _partition(args)
-    until = _until(args.until)
+    until = _until(args)
     until_seq = None
     if "until_event_id" in until:
         event = partition.event_by_id(until["until_event_id"])
         if event is None:
-            raise CommandError(f"no event {until['until_event_id']} in this identity's log")
+            raise InputError("--until-event", "no_such_event",
+                             f"no event {until['until_event_id']} in this identity's log")
         until_seq = event.seq
     snapshot = replay_snapshot(partition, _rules_config(args), until_seq=until_seq,
                                until_stamp_ns=until.get("until_stamp_ns"))
@@ -142,17 +174,14 @@ def cmd_replay(args) -> int:
 
 def _find_fact(partition, text: str):
     """FACT argument: a fact id or KIND|KEY."""
-    from robot_memory.explain import FactNotFound, find_fact
-    try:
-        if text.isdigit():
-            return find_fact(partition, fact_id=int(text))
-        kind, sep, key = text.partition("|")
-        if not sep:
-            raise CommandError("FACT is a fact id or KIND|KEY, e.g. "
-                               "'skill_success_rate|manipulation.grasp + glass_cup + sim'")
-        return find_fact(partition, kind=kind, key=key)
-    except FactNotFound as exc:
-        raise CommandError(str(exc)) from exc
+    from robot_memory.explain import find_fact
+    if text.isdigit():
+        return find_fact(partition, fact_id=int(text))
+    kind, sep, key = text.partition("|")
+    if not sep:
+        raise CommandError("FACT is a fact id or KIND|KEY, e.g. "
+                           "'skill_success_rate|manipulation.grasp + glass_cup + sim'")
+    return find_fact(partition, kind=kind, key=key)
 
 
 def cmd_override(args) -> int:
@@ -161,25 +190,22 @@ def cmd_override(args) -> int:
     from robot_memory.consolidation import overrides as ov
     partition = _partition(args)
     stamp = time.time_ns()  # when the operator acted (wall clock)
-    try:
-        if args.action == "fact":
-            try:
-                value = json.loads(args.value)
-            except json.JSONDecodeError as exc:
-                raise CommandError(f"--value: not JSON: {exc}") from exc
-            event = ov.record_operator_fact(partition, args.operator, args.reason, args.kind,
-                                            args.key, value, args.confidence, stamp)
-        elif args.action == "invalidate":
-            event = ov.record_invalidation(partition, args.operator, args.reason,
-                                           _find_fact(partition, args.fact), stamp)
-        elif args.action in ("freeze", "unfreeze"):
-            event = ov.record_freeze(partition, args.operator, args.reason,
-                                     args.action == "freeze", stamp)
-        else:
-            event = ov.record_reset(partition, args.operator, args.reason, stamp,
-                                    Path(args.archive) if args.archive else None)
-    except ov.OverrideError as exc:
-        raise CommandError(str(exc)) from exc
+    if args.action == "fact":  # an OverrideError is an InputError (exit 3)
+        try:
+            value = json.loads(args.value)
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"--value: not JSON: {exc}") from exc
+        event = ov.record_operator_fact(partition, args.operator, args.reason, args.kind,
+                                        args.key, value, args.confidence, stamp)
+    elif args.action == "invalidate":
+        event = ov.record_invalidation(partition, args.operator, args.reason,
+                                       _find_fact(partition, args.fact), stamp)
+    elif args.action in ("freeze", "unfreeze"):
+        event = ov.record_freeze(partition, args.operator, args.reason,
+                                 args.action == "freeze", stamp)
+    else:
+        event = ov.record_reset(partition, args.operator, args.reason, stamp,
+                                Path(args.archive) if args.archive else None)
     details = {k: v for k, v in event.payload.items() if k not in ("operator", "reason")}
     print(f"override event {event.id} (seq {event.seq}) logged: {canonical_json(details)}")
     print("it takes effect at the next consolidation pass (the consolidator runs one as soon "
@@ -223,6 +249,9 @@ def cmd_verify(args) -> int:
         raise CommandError("--witness and --public-key go together")
     identity = _identity(args) if (args.manifest or args.identity) else None
     verdict = check_store(args.db, identity, full=args.full)
+    if verdict.open_error is not None and not isinstance(verdict.open_error,
+                                                         StoreIntegrityError):
+        raise verdict.open_error  # locked, unreachable, bad URL: not a verdict on the data
     for line in verdict.lines:
         print(line)
     ok = verdict.ok
@@ -314,20 +343,46 @@ def cmd_db(args) -> int:
     return 0
 
 
-def _parse_overrides(pairs: list[str]) -> dict[str, Any]:
+def _parse_overrides(pairs: list[str], nodes: tuple[str, ...]) -> dict[str, Any]:
+    """--param NAME=VALUE pairs (VALUE read as YAML); a NAME none of `nodes` declares is
+    refused (UnknownParameter), not ignored."""
     import yaml
+
+    from robot_memory.parameters import check_names
     overrides = {}
     for pair in pairs:
         name, sep, text = pair.partition("=")
         if not sep:
             raise CommandError(f"--param {pair!r}: expected NAME=VALUE")
-        overrides[name] = yaml.safe_load(text)
+        try:
+            overrides[name] = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise CommandError(f"--param {pair!r}: VALUE is not YAML") from exc
+    check_names(overrides, nodes)
     return overrides
+
+
+def _check_url(url: str) -> None:
+    """Refuse a URL SQLAlchemy cannot use before any node or process starts."""
+    from sqlalchemy.engine import make_url
+    try:
+        make_url(url).get_dialect()
+    except Exception as exc:  # ArgumentError, NoSuchModuleError, a missing driver
+        raise from_foreign(exc, f"--db {url}") or exc
 
 
 def cmd_bringup(args) -> int:
     from robot_memory.bringup import run_bringup
-    overrides = _parse_overrides(args.param)
+    from robot_memory.manifest import load_manifest, parse_certified_hash
+    from robot_memory.parameters import node_names
+    overrides = _parse_overrides(args.param, tuple(node_names()))
+    _check_url(args.db)
+    load_manifest(args.manifest)  # refuse an unreadable manifest before starting anything
+    if args.certified_hash:
+        parse_certified_hash(args.certified_hash, "--certified-hash")
+    if args.certified_hash_file and not Path(args.certified_hash_file).is_file():
+        raise InputError(args.certified_hash_file, "missing_file",
+                         "no such file (--certified-hash-file)")
     overrides.update({"database_url": args.db, "manifest_path": str(Path(args.manifest).resolve()),
                       "certified_hash": args.certified_hash or "",
                       "certified_hash_file": args.certified_hash_file or ""})
@@ -339,11 +394,14 @@ def cmd_demo(args) -> int:
         from robot_memory.sim.__main__ import main as sim_main
         return sim_main(["--out", args.out])
     from robot_memory.demo.run_demo import run_demo
+    if args.db:
+        _check_url(args.db)
     return run_demo(db_url=args.db, period_s=args.period, keep=args.keep)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="robot-memory", description=__doc__.split(".")[0])
+    parser = Parser(prog="robot-memory", description=__doc__.split(".")[0], epilog=_epilog(),
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(dest="verb", required=True)
 
     def with_store(p, identity=True):
@@ -376,8 +434,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = with_store(verbs.add_parser("replay", help="facts as they were at a point of the log "
                                                    "(the live store is not touched)"))
-    p.add_argument("--until", required=True, metavar="EVENT_ID|TIME",
-                   help="an event id, or an event time (seconds or ISO 8601)")
+    until = p.add_mutually_exclusive_group(required=True)
+    until.add_argument("--until-event", type=int, metavar="N",
+                       help="the facts as they were after event id N (events.id)")
+    until.add_argument("--until-time", metavar="T",
+                       help="the facts as they were at event time T: seconds of event time "
+                            "(stamps; sim time under use_sim_time) or an ISO 8601 date")
+    until.add_argument("--until", metavar="EVENT_ID|TIME",
+                       help="deprecated: an integer is an event id, anything else a time "
+                            "(says on stderr which it took)")
     p.add_argument("--out", help="write the snapshot here instead of stdout")
     with_rule_params(p)
     p.set_defaults(func=cmd_replay)
@@ -465,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a parameter of every node that declares it (repeatable)")
     p.set_defaults(func=cmd_bringup)
 
-    p = verbs.add_parser("demo", help="the seed's glass_cup grasp example, end to end")
+    p = verbs.add_parser("demo", help="the glass_cup grasp example, end to end")
     p.add_argument("--db", default="", help="store URL (default: a temporary SQLite file)")
     p.add_argument("--period", type=float, default=2.0, help="consolidation period, sim seconds")
     p.add_argument("--keep", action="store_true", help="keep the temporary files")
@@ -477,16 +542,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _epilog() -> str:
+    import textwrap
+    lines = ["exit codes:"]
+    lines += [textwrap.fill(meaning, 88, initial_indent=f"  {code}  ", subsequent_indent="     ")
+              for code, meaning in sorted(EXIT_CODES.items())]
+    lines += [textwrap.fill("Errors print one line, PROGRAM VERB: error: WHAT: WHY "
+                            f"({TRACEBACK_ENV}=1 shows the traceback of an unexpected one).",
+                            88)]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
-    from robot_memory.manifest import ManifestError
-    from robot_memory.store import StoreError
-    from robot_memory.witness import WitnessError
-    args = build_parser().parse_args(argv)
+    """Run one verb; every failure is one line on stderr and its family's exit code."""
+    import os
+    prog, db = "robot-memory", ""
     try:
+        args = build_parser().parse_args(argv)
+        prog, db = f"robot-memory {args.verb}", getattr(args, "db", "")
         return args.func(args)
-    except (CommandError, ManifestError, StoreError, WitnessError, OSError) as exc:
-        print(f"robot-memory {args.verb}: error: {exc}", file=sys.stderr)
-        return 2
+    except RobotMemoryError as exc:
+        error = exc
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # foreign errors become ours at this boundary
+        if os.environ.get(TRACEBACK_ENV) == "1":
+            raise
+        error = from_foreign(exc, f"--db {db}" if db else "")
+        if error is None:
+            print(f"{prog}: internal error: {type(exc).__name__}: "
+                  f"{str(exc).splitlines()[0] if str(exc) else ''} "
+                  f"(set {TRACEBACK_ENV}=1 for the traceback)", file=sys.stderr)
+            return 1
+    where = getattr(error, "prog", "")
+    one_line = " | ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    print(f"{where or prog}: error: {one_line}", file=sys.stderr)
+    return error.exit_code
 
 
 if __name__ == "__main__":

@@ -42,21 +42,27 @@ class GroundingResult:
 
     @property
     def ok(self) -> bool:
+        """True only for status OK (facts to use); ABSTAIN and the rest are False."""
         return self.status == "OK"
 
 
 class GroundingClient:
+    """A planner's handle on the `ground` service of a node it owns. Never raises for
+    an absent or slow server: `query` answers UNAVAILABLE or TIMEOUT instead."""
+
     def __init__(self, node: Node, service_name: str = "ground", timeout_s: float = 1.0):
         self._node = node
         self._client = node.create_client(GroundingQuery, service_name)
         self.timeout_s = timeout_s
 
     def wait_for_service(self, timeout_s: float) -> bool:
+        """True once the service is discovered, False after `timeout_s` seconds."""
         return self._client.wait_for_service(timeout_sec=timeout_s)
 
     def query_async(self, skill_id: str, target_class: str = "", environment: str = "", *,
                     zone: str = "", fact_kinds=(), min_confidence: float = 0.0, max_results: int = 0,
                     intent_id: str = ""):
+        """Send a GroundingQuery and return rclpy's future (spin the node to complete it)."""
         request = GroundingQuery.Request(
             skill_id=skill_id, target_class=target_class, environment=environment, zone=zone,
             fact_kinds=list(fact_kinds), min_confidence=float(min_confidence),
@@ -66,6 +72,9 @@ class GroundingClient:
 
     def query(self, skill_id: str, target_class: str = "", environment: str = "",
               **kwargs) -> GroundingResult:
+        """Ask and wait up to `timeout_s` (the node must be spun by another thread, e.g. a
+        MultiThreadedExecutor). Returns UNAVAILABLE or TIMEOUT results rather than
+        raising; keyword arguments are those of `query_async`."""
         # Not yet discovered (just started) is not unavailable: wait within the timeout.
         if not self._client.service_is_ready() and \
                 not self._client.wait_for_service(timeout_sec=self.timeout_s):
@@ -106,7 +115,8 @@ def _describe(fact, value: dict) -> list[str]:
 
 
 def format_grounding_block(facts) -> str:
-    """The seed's prompt grounding block, one entry per fact, e.g.
+    """The prompt grounding block of the paper "Episodic-to-Semantic Consolidation
+    Without Identity Drift", one entry per fact, e.g.
     'known facts for this robot: manipulation.grasp + glass_cup + sim_relaxed:
     recommended_force_n = 25, success_rate = 0.75, confidence = 0.61, n_observations = 16'."""
     if not facts:

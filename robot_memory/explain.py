@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from robot_memory.consolidation.rules import RULES_BY_KIND, SkipRecord, supported_key
+from robot_memory.errors import InputError
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, FACT_CONSULTATION,
                                      KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED)
 from robot_memory.records import InvalidRecord, record_from_payload
@@ -15,12 +16,14 @@ from robot_memory.store.episodic import FactRow, Partition
 MAX_IDS = 200  # event ids listed in full; beyond that the count is still exact
 
 
-class FactNotFound(Exception):
+class FactNotFound(InputError):
     """Raised when no fact of this identity has the given id or kind + key."""
 
 
 def find_fact(partition: Partition, fact_id: int = 0, kind: str = "",
               key: str = "") -> FactRow:
+    """The fact of this identity with `fact_id`, or else with `kind` and `key`.
+    Raises FactNotFound (an InputError, exit code 3) when there is none."""
     for fact in partition.facts():
         if (fact_id and fact.id == fact_id) or (not fact_id and (fact.kind, fact.key) == (kind,
                                                                                          key)):
@@ -55,6 +58,10 @@ def _supporting(partition: Partition, fact: FactRow) -> dict[str, Any]:
 
 
 def explain_fact(partition: Partition, fact: FactRow) -> dict[str, Any]:
+    """Provenance of a fact as plain data: its value, rule version and confidence, the
+    supporting events (by outcome and parameter, with ids), the consolidation runs that
+    touched it, its conflicts and the consultations that served it. Reads the log only;
+    store errors propagate (SQLAlchemy errors; the CLI converts them)."""
     tag = f"{fact.kind}|{fact.key}"
     runs, conflicts, consultations = [], [], []
     for event in partition.events([CONSOLIDATION_RUN, KNOWLEDGE_CONFLICT,
@@ -85,6 +92,7 @@ def explain_fact(partition: Partition, fact: FactRow) -> dict[str, Any]:
 
 
 def format_explanation(explanation: dict[str, Any]) -> str:
+    """`explain_fact`'s result as the text `robot-memory explain` prints."""
     fact, support = explanation["fact"], explanation["supporting_events"]
     lines = [f"{fact['kind']} [{fact['key']}] (fact {fact['id']})",
              f"  status {fact['status']}, confidence {fact['confidence']}, "

@@ -33,6 +33,8 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")
 
 @dataclass(frozen=True)
 class GroundingRequest:
+    """A planner's question, ROS-free (the GroundingQuery request fields)."""
+
     skill_id: str
     target_class: str = ""
     environment: str = ""
@@ -44,6 +46,8 @@ class GroundingRequest:
 
 @dataclass(frozen=True)
 class GroundingAnswer:
+    """OK with facts, or ABSTAIN / INVALID_REQUEST / IDENTITY_UNVERIFIED with a reason."""
+
     status: int
     reason_code: str = ""
     reason: str = ""
@@ -51,6 +55,7 @@ class GroundingAnswer:
 
 
 def invalid(field_name: str, why: str) -> GroundingAnswer:
+    """An INVALID_REQUEST answer whose reason names the field."""
     return GroundingAnswer(INVALID_REQUEST, REASON_INVALID_REQUEST, f"{field_name}: {why}")
 
 
@@ -149,6 +154,9 @@ class GroundingIndex:
         return sorted((f for found in lists for f in found), key=_rank)
 
     def lookup(self, req: GroundingRequest) -> GroundingAnswer:
+        """Answer from the index alone (no I/O): the request's problems as
+        INVALID_REQUEST, else OK with ranked active facts or ABSTAIN with why. Never
+        raises for a request: bad input is an answer."""
         problem = validate_request(req)
         if problem is not None:
             return problem

@@ -2,7 +2,8 @@
 
 The hash input is exactly the seven manifest fields below, canonically serialised.
 Nothing the store or the consolidator writes is a field here, so no amount of
-learning can move the hash (seed 000, Lemma 1).
+learning can move the hash (Lemma 1 of the paper "Episodic-to-Semantic
+Consolidation Without Identity Drift").
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from robot_memory.canonical import canonical_json, sha256_hex
+from robot_memory.errors import InputError, yaml_problem
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
-class ManifestError(Exception):
+class ManifestError(InputError):
     """Raised when a manifest file is missing, unreadable, not YAML, or has unknown,
     missing or mistyped fields; or when a certified hash is not 64 hex digits."""
 
@@ -44,13 +46,21 @@ class IdentityManifest(BaseModel):
         return value
 
     def canonical(self) -> str:
+        """The canonical JSON of the seven fields: the exact bytes the hash is taken over."""
         return canonical_json(self.model_dump())
 
     def identity_hash(self) -> str:
+        """SHA-256 (64 lowercase hex digits) of `canonical()`: the robot's identity."""
         return sha256_hex(self.canonical())
 
 
 def load_manifest(path: str | Path) -> IdentityManifest:
+    """Read and validate a manifest file.
+
+    Raises ManifestError (an InputError, exit code 3) naming the file and the field when
+    the file is missing or unreadable, is not YAML, is not a mapping, or has unknown,
+    missing, empty or mistyped fields.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -59,7 +69,7 @@ def load_manifest(path: str | Path) -> IdentityManifest:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ManifestError(f"manifest {path} is not valid YAML: {exc}") from exc
+        raise ManifestError(f"manifest {path} is not valid YAML: {yaml_problem(exc)}") from exc
     if not isinstance(data, dict):
         raise ManifestError(f"manifest {path} must be a mapping of the manifest fields")
     try:
@@ -81,6 +91,8 @@ def _describe(err: dict) -> str:
 
 
 def parse_certified_hash(text: str, source: str) -> str:
+    """`text` as a certified hash (stripped, lowercase). Raises ManifestError naming
+    `source` (a parameter, a file, an option) when it is not 64 hex digits."""
     value = text.strip().lower()
     if not _HEX64.match(value):
         raise ManifestError(f"certified hash from {source} is not 64 hex digits: {text!r}")
@@ -88,7 +100,10 @@ def parse_certified_hash(text: str, source: str) -> str:
 
 
 def read_certified_hash(value: str = "", path: str | Path = "") -> str:
-    """The certified identity hash, given directly or as the first word of a file."""
+    """The certified identity hash, given directly or as the first word of a file.
+
+    Raises ManifestError when neither is given, the file cannot be read, or the value is
+    not 64 hex digits."""
     if value:
         return parse_certified_hash(value, "parameter")
     if path:

@@ -75,6 +75,8 @@ PATTERNS: dict[str, re.Pattern[str] | _PhoneNumber] = {
 
 @dataclass(frozen=True)
 class Finding:
+    """Where a result looks sensitive: the field (never the value) and the category."""
+
     field: str
     category: str
 
@@ -91,7 +93,9 @@ def _texts(data: dict) -> list[tuple[str, str]]:
 
 
 def find_sensitive(data: dict) -> Finding | None:
-    """The first field that looks like a secret or personal data, or None."""
+    """The first field that looks like a secret or personal data, or None. Reads only
+    strings (keys included) and never raises for well-formed input; callers turn a
+    finding into InvalidRecord (`privacy_<category>`)."""
     for field, text in _texts(data):
         for category, pattern in PATTERNS.items():
             if pattern.search(text):

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from robot_memory.errors import InputError
 from robot_memory.privacy import find_sensitive
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -21,7 +22,7 @@ MAX_NOTES = 2048
 MAX_VALUES = 64
 
 
-class InvalidRecord(Exception):
+class InvalidRecord(InputError):
     """Raised when an execution result is malformed; `field` names the culprit and
     `reason` is a short stable code used for counting (e.g. empty_skill_id)."""
 

@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from sqlalchemy import select
 
 from robot_memory.canonical import canonical_json, sha256_hex
+from robot_memory.errors import InputError, StoreIntegrityError
 from robot_memory.store.episodic import Partition
 from robot_memory.store.schema import events
 
@@ -33,12 +34,12 @@ from robot_memory.store.schema import events
 SIGNING_CONTEXT = b"robot_memory checkpoint v1\n"
 
 
-class WitnessError(Exception):
+class WitnessError(InputError):
     """Raised when a key file is missing, unreadable, not an Ed25519 key or readable by
     group/others, or when a witness file cannot be read or written."""
 
 
-class WitnessLineError(Exception):
+class WitnessLineError(StoreIntegrityError):
     """Raised for a witness line that is not JSON, lacks fields, names another identity
     or has a bad signature."""
 

@@ -22,6 +22,7 @@ from robot_memory.consolidation.overrides import (fact_as_rendered, override_eve
 from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND,
                                               STATUS_CONTESTED, STATUS_INVALIDATED,
                                               RenderedFact, RulesConfig, SkipRecord)
+from robot_memory.errors import ConsolidationError
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
                                      KNOWLEDGE_CONFLICT_RESOLVED, OVERRIDE)
 from robot_memory.records import InvalidRecord, record_from_payload
@@ -33,7 +34,7 @@ CHUNK = 5000
 GroupId = tuple[str, str]  # (fact kind, group key)
 
 
-class ConcurrentPass(Exception):
+class ConcurrentPass(ConsolidationError):
     """Raised when another pass committed for this identity while this one was computing."""
 
 

@@ -1,4 +1,4 @@
-"""Human overrides (seed 001): operators correct the memory without rewriting history.
+"""Human overrides (Long-Term Memory & Knowledge Consolidation Protocol Spec v0.1): operators correct the memory without rewriting history.
 
 Every override is an `override` event in the episodic log (who, why, what); the
 consolidation pass and replay read them from the log in order, so replay reproduces
@@ -29,6 +29,7 @@ from sqlalchemy import select
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation.rules import FACT_KINDS, STATUS_ACTIVE, STATUS_INVALIDATED
 from robot_memory.consolidation.rules.base import RenderedFact
+from robot_memory.errors import InputError
 from robot_memory.event_kinds import OVERRIDE
 from robot_memory.store.episodic import FactRow, Partition, StoredEvent
 from robot_memory.store.schema import consolidation_state
@@ -39,7 +40,7 @@ ACTIONS = (OPERATOR_FACT, INVALIDATE, FREEZE, UNFREEZE, RESET_SEMANTIC)
 OPERATOR_RULE_VERSION = "operator/1"
 
 
-class OverrideError(Exception):
+class OverrideError(InputError):
     """An override that cannot be recorded; says which field and why."""
 
 

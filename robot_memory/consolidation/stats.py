@@ -1,8 +1,8 @@
 """Exact, order-free statistics for consolidation.
 
 Values are kept as multisets (value -> count) and sums as exact fractions, so merging
-evidence in any order or in any number of passes gives the same bits (DESIGN
-invariant 4). Conversion to float happens once, when a fact is rendered.
+evidence in any order or in any number of passes gives the same bits (facts are a
+pure function of the events). Conversion to float happens once, when a fact is rendered.
 """
 
 from __future__ import annotations

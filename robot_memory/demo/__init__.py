@@ -1,1 +1,2 @@
-"""The seed's glass_cup example, run end to end (`robot-memory demo`, `make run`)."""
+"""The glass_cup grasp example of "Episodic-to-Semantic Consolidation Without
+Identity Drift", run end to end (`robot-memory demo`, `make run`)."""

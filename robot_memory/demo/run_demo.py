@@ -3,7 +3,7 @@
 1. start the four nodes with use_sim_time (same parameters as the launch file) and a
    /clock publisher standing in for Gazebo;
 2. the planner asks for grounding before any experience: robot_memory abstains;
-3. the skill publishes the seed's 16 grasp results, stamped in sim time;
+3. the skill publishes the paper's 16 grasp results, stamped in sim time;
 4. after the consolidator's next pass the planner asks again: 25 N recommended;
 5. the identity hash, recomputed from the manifest before and after, is byte-equal.
 Exits 0 only if every step did what it should.

@@ -1,4 +1,5 @@
-"""Seed 000's grasp example: 3 failures at 5 N, 1 at 15 N, then 12 successes at 25 N."""
+"""The grasp example of "Episodic-to-Semantic Consolidation Without Identity Drift":
+3 failures at 5 N, 1 at 15 N, then 12 successes at 25 N."""
 
 from __future__ import annotations
 

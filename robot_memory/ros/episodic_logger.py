@@ -21,6 +21,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import MultiThreadedExecutor
 
+from robot_memory.errors import InputError
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
 from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
@@ -40,7 +41,7 @@ DEFAULT_TOPIC = "execution_results"
 PRIVACY_PREFIX = "privacy_"
 
 
-class Refused(Exception):
+class Refused(InputError):
     """A result not taken: `code` is RecordEvent's reason code, `reason` the count key."""
 
     def __init__(self, code: str, reason: str, detail: str):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.pool import NullPool
 
 
@@ -12,8 +12,11 @@ def create_store_engine(url: str, synchronous: str = "NORMAL") -> Engine:
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
 
+    # How long to wait for another connection's lock: `?timeout=SECONDS` (pysqlite's own
+    # URL option), 30 s by default; then SQLite says "database is locked".
+    timeout_s = float(make_url(url).query.get("timeout", 30))
     # NullPool: a fresh connection per use keeps forked/threaded callers independent.
-    engine = create_engine(url, poolclass=NullPool, connect_args={"timeout": 30})
+    engine = create_engine(url, poolclass=NullPool, connect_args={"timeout": timeout_s})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):
@@ -22,7 +25,7 @@ def create_store_engine(url: str, synchronous: str = "NORMAL") -> Engine:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
         cursor.close()
 
     @event.listens_for(engine, "begin")

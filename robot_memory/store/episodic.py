@@ -16,6 +16,7 @@ from sqlalchemy import Connection, func, insert, inspect, select, text, update
 from sqlalchemy.dialects import postgresql
 
 from robot_memory.canonical import canonical_json, sha256_hex
+from robot_memory.errors import StoreFailure
 from robot_memory.store.engine import create_store_engine
 from robot_memory.store.guards import guards_installed, install_append_only_guards
 from robot_memory.store.schema import (
@@ -31,7 +32,7 @@ from robot_memory.store.schema import (
 SCHEMA_LOCK_KEY = 0x524D454D  # pg_advisory_xact_lock key for schema creation
 
 
-class StoreError(Exception):
+class StoreError(StoreFailure):
     """Raised when the store cannot be opened or has an unknown schema version."""
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, delete, func, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from robot_memory.errors import RobotMemoryError, StoreIntegrityError, from_foreign
 from robot_memory.store.episodic import MemoryStore, Partition
 from robot_memory.store.schema import GENESIS_HASH, chain_heads, events, verified_checkpoints
 
@@ -48,7 +49,7 @@ class ChainReport:
         return f"identity {self.identity_hash[:12]}: chain broken at {where}{row}: {self.reason}"
 
 
-class StoreCorrupted(Exception):
+class StoreCorrupted(StoreIntegrityError):
     """The store file itself cannot be trusted (truncated, malformed, unreadable)."""
 
 
@@ -243,6 +244,8 @@ def sqlite_integrity_problem(store: MemoryStore) -> str:
 class StoreVerdict:
     ok: bool
     lines: list[str]
+    # Why the store could not be opened, as one of ours (a lock is not a corruption).
+    open_error: RobotMemoryError | None = None
 
 
 def check_store(url: str, identity_hash: str | None = None, full: bool = False,
@@ -256,7 +259,8 @@ def check_store(url: str, identity_hash: str | None = None, full: bool = False,
     try:
         store = MemoryStore(url)
     except Exception as exc:  # any driver error on open means the store is not usable
-        return StoreVerdict(False, [f"cannot open store {url}: {exc}"])
+        return StoreVerdict(False, [f"cannot open store {url}: {str(exc).splitlines()[0]}"],
+                            from_foreign(exc, f"--db {url}"))
     try:
         lines: list[str] = []
         if full:

@@ -22,6 +22,7 @@ import re
 
 from sqlalchemy import Connection, Table, text
 
+from robot_memory.errors import InputError
 from robot_memory.store.schema import metadata
 
 RUNTIME_ROLE = "robot_memory_runtime"
@@ -47,7 +48,7 @@ _MAPPED = (f"identity_hash IN (SELECT identity_hash FROM {ROBOT_ROLES_TABLE} "
            "WHERE role_name = current_user::text)")
 
 
-class RoleError(Exception):
+class RoleError(InputError):
     """Raised for a role name that is not a plain lower-case identifier, an identity
     hash that is not 64 hex digits, or a database that is not PostgreSQL."""
 

@@ -1,4 +1,5 @@
-"""Tables of the memory store. Every row carries identity_hash (invariant 3)."""
+"""Tables of the memory store. Every row carries identity_hash, so each robot
+reads and writes only its own partition."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ chain_heads = Table(
     Column("event_hash", String(64), nullable=False),
 )
 
-# Consolidated knowledge (seed 000 §3.2.1 plus the columns planners filter on).
+# Consolidated knowledge (the fact record of the paper "Episodic-to-Semantic
+# Consolidation Without Identity Drift", section 3.2.1, plus the columns planners filter on).
 semantic_facts = Table(
     "semantic_facts", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),

@@ -1,4 +1,5 @@
-"""How big the store is, for the growth guard (seed 001: 100 MB in v0.1)."""
+"""How big the store is, for the growth guard (the Long-Term Memory & Knowledge
+Consolidation Protocol Spec v0.1 sets 100 MB)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,9 @@ def test_batches_are_written_in_the_background(db_url):
         writer.submit(consultation(i))
     import time
     deadline = time.monotonic() + 10
-    while part.count_events(FACT_CONSULTATION) < 20 and time.monotonic() < deadline:
+    # `written` is counted just after the commit: wait for both, not only the rows.
+    while (part.count_events(FACT_CONSULTATION) < 20 or writer.written < 20) and \
+            time.monotonic() < deadline:
         time.sleep(0.02)
     assert part.count_events(FACT_CONSULTATION) == 20 and writer.written == 20
     writer.close()

@@ -163,13 +163,14 @@ def test_cli_overrides(part, db_url, tmp_path):
     done = cli("override", "invalidate", f"skill_success_rate|{KEY}", *store)
     assert done.returncode == 0 and "override event" in done.stdout
     missing = cli("override", "invalidate", "skill_success_rate|no such key", *store)
-    assert missing.returncode == 2 and "no fact skill_success_rate [no such key]" in missing.stderr
+    # an input error (FactNotFound, OverrideError: exit 3); a bad argument is a usage error (2)
+    assert missing.returncode == 3 and "no fact skill_success_rate [no such key]" in missing.stderr
     bad = cli("override", "fact", "--kind", "skill_success_rate", "--key", KEY,
               "--value", "{not json", *store)
     assert bad.returncode == 2 and "--value: not JSON" in bad.stderr
     wrong = cli("override", "fact", "--kind", "no_kind", "--key", KEY, "--value", '{"a": 1}',
                 *store)
-    assert wrong.returncode == 2 and "kind: 'no_kind'" in wrong.stderr
+    assert wrong.returncode == 3 and "kind: 'no_kind'" in wrong.stderr
     assert cli("override", "freeze", *store).returncode == 0
     assert cli("override", "reset", "--archive", str(tmp_path / "x.json"), *store).returncode == 0
     assert cli("consolidate", "--apply", "--db", db_url, "--identity", IDENT).returncode == 0

@@ -1,18 +1,46 @@
 """The README is the interface document: it must name every parameter, node and verb."""
 
+import json
+import re
 from pathlib import Path
 
 from robot_memory.cli import build_parser
 from robot_memory.parameters import node_names, node_parameters
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
 
 
-def test_readme_documents_every_node_and_parameter():
+def test_readme_documents_every_node_and_links_every_parameter():
+    parameters_md = (ROOT / "docs" / "parameters.md").read_text()
+    assert "(docs/parameters.md)" in README
     for node in node_names():
         assert f"### {node}" in README
+        assert f"## `{node}`" in parameters_md
         for name in node_parameters(node):
-            assert f"`{name}`" in README, name
+            assert f"`{name}`" in parameters_md, name
+
+
+def test_readme_short_parameter_table_names_real_parameters():
+    declared = {name for node in node_names() for name in node_parameters(node)}
+    table = README[README.index("### Parameters"):README.index("## Interfaces")]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert rows
+    for row in rows:
+        for name in re.findall(r"`([a-z_]+)`", row.split("|")[1]):
+            assert name in declared, name
+
+
+def test_readme_boot_check_figures_are_the_benchmark_file():
+    result = json.loads((ROOT / "bench" / "results" / "boot_check.json").read_text())
+    assert f"{result['incremental_boot_check']['median_ms'] / 1000:.2f} s median" in README
+    assert f"{result['first_boot_check_no_checkpoint_ms'] / 1000:.1f} s" in README
+    assert f"takes {result['full_check_ms'] / 1000:.1f} s" in README
+
+
+def test_readme_cites_documents_by_title():
+    for text in (README, *(path.read_text() for path in (ROOT / "robot_memory").rglob("*.py"))):
+        assert not re.search(r"seed 0\d\d|invariant \d", text, re.IGNORECASE)
 
 
 def test_readme_documents_every_cli_verb_and_the_two_commands():

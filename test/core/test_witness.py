@@ -15,6 +15,7 @@ import time
 import pytest
 from helpers import recompute_chain_from
 
+from robot_memory.errors import InputError
 from robot_memory.store import MemoryStore, NewEvent, check_store
 from robot_memory.witness import (WitnessError, checkpoint_head, generate_key_pair,
                                   load_private_key, load_public_key, read_witness,
@@ -211,9 +212,9 @@ def test_the_command_line_keygen_checkpoint_and_verify(db_url, tmp_path):
     os.chmod(tmp_path / "open_key", 0o604)
     refused = run_cli("checkpoint", "--key", str(tmp_path / "open_key"), "--witness",
                       str(witness), "--db", db_url, "--identity", A)
-    assert refused.returncode == 2 and "accessible by group or others" in refused.stderr
+    assert refused.returncode == InputError.exit_code and "accessible by group or others" in refused.stderr
     again = run_cli("keygen", "--out", str(prefix))
-    assert again.returncode == 2 and "already exists" in again.stderr
+    assert again.returncode == InputError.exit_code and "already exists" in again.stderr
 
 
 def test_the_boot_check_reads_only_the_newest_lines(db_url, keys, witnessed):

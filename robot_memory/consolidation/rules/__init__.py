@@ -1,4 +1,5 @@
-"""Consolidation rules v1 (seed 000 §3.2): four fact kinds, each a small module with
+"""Consolidation rules v1 (the paper "Episodic-to-Semantic
+Consolidation Without Identity Drift", section 3.2): four fact kinds, each a small module with
 extract (record -> group keys), fold (mergeable state) and render (state -> facts)."""
 
 from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_ACTIVE,

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from robot_memory.errors import ConsolidationError, InputError
+
 RULE_VERSION = "v1.0"
 
 STATUS_CANDIDATE = "candidate"
@@ -22,7 +24,7 @@ STATUS_INVALIDATED = "invalidated"
 DAY_S = 86400.0
 
 
-class ConsolidationConfigError(Exception):
+class ConsolidationConfigError(ConsolidationError):
     """Raised when stored state was built with a different time_bucket_s than configured
     (the buckets would not line up; rebuild with `robot-memory replay`)."""
 
@@ -33,12 +35,14 @@ class RulesConfig:
 
     # A fact stays a candidate (not served as authoritative) below this many observations.
     promotion_min_observations: int = 3
-    # Beta prior of the shrunk rate (seed 000: mean 0.5, weight 10 pseudo-observations).
+    # Beta prior of the shrunk rate (as in "Episodic-to-Semantic Consolidation
+    # Without Identity Drift": mean 0.5, weight 10 pseudo-observations).
     prior_mean: float = 0.5
     prior_weight: float = 10.0
     # Evidence loses half its weight per half-life of EVENT time (stamps, not wall clock).
     half_life_s: float = 30 * DAY_S
-    # Safety-relevant failures are remembered longer (seed 004: failures outlast successes).
+    # Safety-relevant failures are remembered longer ("The Yggdrasil Memory Architecture":
+    # failures outlast successes).
     safety_half_life_s: float = 120 * DAY_S
     safety_failure_reasons: tuple[str, ...] = ("collision", "dropped", "human_contact",
                                                "estop", "overforce")
@@ -84,7 +88,7 @@ class RenderedFact:
     rule_version: str = RULE_VERSION
 
 
-class SkipRecord(Exception):
+class SkipRecord(InputError):
     """Raised by a rule's extract() when a record lacks the structured fields it needs."""
 
     def __init__(self, reason: str):

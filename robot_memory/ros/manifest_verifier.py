@@ -22,7 +22,7 @@ from robot_memory.ros.diagnostics import ERROR, OK, DiagnosticsPublisher
 from robot_memory.ros.identity_gate import STATE_NAMES
 from robot_memory.ros.lifecycle_manager import LifecycleManager
 from robot_memory.ros.params import declare_parameters
-from robot_memory.ros.spin import run_node
+from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.qos import IDENTITY_STATUS_QOS
 from robot_memory.store import MemoryStore, check_store
 
@@ -140,8 +140,12 @@ class ManifestVerifier(Node):
                                 "nodes are withdrawn until a human acts")
 
 
+def node_spec() -> NodeSpec:
+    return NodeSpec(ManifestVerifier)
+
+
 def main(args=None) -> None:
-    run_node(ManifestVerifier, args)
+    run_node(node_spec(), args)
 
 
 if __name__ == "__main__":

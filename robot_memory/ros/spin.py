@@ -17,6 +17,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -73,49 +74,75 @@ def run_nodes(specs: list[NodeSpec], args=None) -> None:
         if spec.configure_process is not None:
             spec.configure_process()
     stop = _StopRequest()
-    previous = {sig: signal.signal(sig, stop.on_signal) for sig in STOP_SIGNALS}
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, stop.on_signal)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     nodes: list[tuple[NodeSpec, Node]] = []
-    running: list[tuple[Executor, threading.Thread]] = []
+    spinners: list[_Spinner] = []
     try:
         for spec in specs:
             node = spec.make_node()
             nodes.append((spec, node))
-            executor = spec.make_executor()  # after init: an executor needs a live context
-            executor.add_node(node)
-            thread = threading.Thread(target=_spin, args=(executor, stop),
-                                      name=f"spin_{node.get_name()}")
-            thread.start()
-            running.append((executor, thread))
+            spinners.append(_Spinner(node, spec.make_executor(), stop))
         stop.event.wait()
     finally:
-        # Absorb every later signal (launch's, a repeated Ctrl-C) until the process ends.
+        # Absorb every later signal (launch's, a repeated Ctrl-C) until the process has
+        # ended: the default handlers never come back, a late one would kill it with -2.
         for sig in STOP_SIGNALS:
-            signal.signal(sig, lambda _signum, _frame: None)
-        _shut_down(nodes, running)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, _absorb)
+        stop.event.set()
+        _shut_down(nodes, spinners)
     if stop.error is not None:
         raise stop.error
 
 
-def _spin(executor: Executor, stop: _StopRequest) -> None:
-    try:
-        executor.spin()
-    except ExternalShutdownException:  # the context went first: stop the process too
-        pass
-    except BaseException as exc:  # a callback raised: stop everything, report it once
-        stop.fail(exc)
-        return
-    stop.event.set()
+def _absorb(_signum, _frame) -> None:
+    pass
 
 
-def _shut_down(nodes: list[tuple[NodeSpec, Node]],
-               running: list[tuple[Executor, threading.Thread]]) -> None:
-    for executor, _thread in running:
-        executor.shutdown()
-    for _executor, thread in running:
-        thread.join(JOIN_TIMEOUT_S)  # the callback in progress, if any, finishes first
+class _Spinner:
+    """One node's executor in a thread of its own, spun until the stop request.
+
+    Not executor.spin()/shutdown(): shutdown() destroys the executor's guard condition
+    while a pool thread may still be finishing a callback (which then raises in the
+    executor). Here the loop ends first, then the callbacks in progress finish, and only
+    then is the executor shut down."""
+
+    def __init__(self, node: Node, executor: Executor, stop: _StopRequest):
+        self.node, self.executor, self.stop = node, executor, stop
+        executor.add_node(node)  # after init: an executor needs a live context
+        # Triggered to wake the loop at once when the stop request comes.
+        self.wake = node.create_guard_condition(lambda: None)
+        self.thread = threading.Thread(target=self._run, name=f"spin_{node.get_name()}")
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.event.is_set() and rclpy.ok():
+                self.executor.spin_once()
+        except ExternalShutdownException:  # the context went first: stop the process too
+            pass
+        except BaseException as exc:  # a callback raised: stop everything, report it once
+            self.stop.fail(exc)
+            return
+        self.stop.event.set()
+
+    def finish(self) -> None:
+        """Wait for the loop and for the callbacks still running in a pool, then shut
+        the executor down."""
+        self.thread.join(JOIN_TIMEOUT_S)
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        for task in list(getattr(self.executor, "_futures", ())):  # MultiThreadedExecutor's
+            while not task.done() and time.monotonic() < deadline:
+                time.sleep(0.005)
+        self.executor.shutdown()
+
+
+def _shut_down(nodes: list[tuple[NodeSpec, Node]], spinners: list[_Spinner]) -> None:
+    for spinner in spinners:
+        spinner.wake.trigger()
+    for spinner in spinners:
+        spinner.finish()  # no callback runs or starts in this process any more
     for spec, node in nodes:
         if spec.before_destroy is not None:
             _report_failure(f"flushing {node.get_name()}", spec.before_destroy, node)

@@ -6,13 +6,19 @@
 
 Node names and parameter defaults come from robot_memory/parameters.yaml, the same
 table `robot-memory bringup` reads, so both start the same nodes with the same parameters.
+`one_process:=true` starts the four nodes in one process (robot_memory_all) instead,
+configured by one parameter file with a `/**/<node>` section per node.
 """
 
+import tempfile
+
+import yaml
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition, UnlessCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.parameter_descriptions import ParameterFile, ParameterValue
 
 from robot_memory.parameters import node_defaults, node_names, node_parameters
 
@@ -36,7 +42,11 @@ def generate_launch_description():
         DeclareLaunchArgument("namespace", default_value="",
                               description="Namespace for all four nodes and their topics."),
         DeclareLaunchArgument("log_level", default_value="info", description="Node log level."),
+        DeclareLaunchArgument("one_process", default_value="false",
+                              description="Run the four nodes in one process "
+                                          "(robot_memory_all)."),
     ]
+    four_processes = UnlessCondition(LaunchConfiguration("one_process"))
     nodes = []
     for name in node_names():
         parameters = {key: value for key, value in node_defaults(name).items() if value != []}
@@ -48,5 +58,34 @@ def generate_launch_description():
         nodes.append(Node(package="robot_memory", executable=name, name=name,
                           namespace=LaunchConfiguration("namespace"), parameters=[parameters],
                           arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
-                          output="screen"))
+                          output="screen", condition=four_processes))
+    # No `name`: it would rename all four nodes of the process to one name.
+    nodes.append(Node(package="robot_memory", executable="robot_memory_all",
+                      namespace=LaunchConfiguration("namespace"),
+                      parameters=[ParameterFile(one_process_params_template(), allow_substs=True)],
+                      arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
+                      output="screen", condition=IfCondition(LaunchConfiguration("one_process"))))
     return LaunchDescription(arguments + nodes)
+
+
+def one_process_params_template() -> str:
+    """A parameter file with a `/**/<node>` section per node, the launch arguments left as
+    $(var ...) substitutions (launch fills them in when the process starts)."""
+    document = {}
+    for name in node_names():
+        values = {key: value for key, value in node_defaults(name).items() if value != []}
+        for key in STRING_ARGUMENTS:
+            if key in values:
+                values[key] = f"@string:{key}@"
+        values["use_sim_time"] = "@use_sim_time@"
+        document[f"/**/{name}"] = {"ros__parameters": values}
+    text = yaml.safe_dump(document)
+    for key in STRING_ARGUMENTS:  # quoted: a hash made only of digits stays a string
+        text = text.replace(f"'@string:{key}@'", f"'$(var {key})'") \
+            .replace(f"@string:{key}@", f"'$(var {key})'")
+    text = text.replace("'@use_sim_time@'", "$(var use_sim_time)") \
+        .replace("@use_sim_time@", "$(var use_sim_time)")
+    with tempfile.NamedTemporaryFile("w", prefix="robot_memory_params_", suffix=".yaml",
+                                     delete=False) as handle:
+        handle.write(text)
+    return handle.name

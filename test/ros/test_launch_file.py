@@ -60,9 +60,8 @@ def test_one_process_parameter_file_has_a_section_per_node():
     module, description = load_description(launch)
     context = context_with(launch, description, certified_hash="0123456789",
                            database_url="sqlite:////tmp/m.db", use_sim_time="true")
-    evaluated = parameter_file(module.one_process_params_template(),
-                               allow_substs=True).evaluate(context)
-    document = yaml.safe_load(Path(evaluated).read_text())
+    template = parameter_file(module.one_process_params_template(), allow_substs=True)
+    document = yaml.safe_load(Path(template.evaluate(context)).read_text())  # while it lives
     assert sorted(document) == sorted(f"/**/{name}" for name in node_names())
     verifier = document["/**/manifest_verifier"]["ros__parameters"]
     assert verifier["certified_hash"] == "0123456789"  # digits stay a string

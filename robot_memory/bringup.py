@@ -36,7 +36,7 @@ ONE_PROCESS = "robot_memory_all"  # the process name in one-process mode (all_no
 def node_command(node: str, params_file: str, namespace: str = "",
                  log_level: str = "info") -> list[str]:
     module = "all_nodes" if node == ONE_PROCESS else node
-    command = [sys.executable, "-m", f"robot_memory.ros.{module}", "--ros-args",
+    command = [sys.executable, "-m", "robot_memory.ros.entry", module, "--ros-args",
                "--params-file", params_file, "--log-level", log_level]
     if namespace:
         command += ["-r", f"__ns:=/{namespace.strip('/')}"]

@@ -86,18 +86,15 @@ def run_nodes(specs: list[NodeSpec], args=None) -> None:
             spinners.append(_Spinner(node, spec.make_executor(), stop))
         stop.event.wait()
     finally:
-        # Absorb every later signal (launch's, a repeated Ctrl-C) until the process has
-        # ended: the default handlers never come back, a late one would kill it with -2.
+        # Ignore every later signal (launch's, a repeated Ctrl-C) until the process has
+        # ended. SIG_IGN, not a Python handler: the interpreter resets its own handlers to
+        # the default while it finalizes, and a signal landing then would kill it with -2.
         for sig in STOP_SIGNALS:
-            signal.signal(sig, _absorb)
+            signal.signal(sig, signal.SIG_IGN)
         stop.event.set()
         _shut_down(nodes, spinners)
     if stop.error is not None:
         raise stop.error
-
-
-def _absorb(_signum, _frame) -> None:
-    pass
 
 
 class _Spinner:

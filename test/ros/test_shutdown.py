@@ -99,3 +99,26 @@ def test_group_signal_twice_under_load_loses_nothing(probe, start_stack, certifi
     assert {f"early-{i}" for i in range(BEFORE)} <= set(intents)
     assert any(i.startswith("late-") for i in intents)  # results arriving under load too
     assert verify_chain(part).ok
+
+
+def rclpy_loaded(pid: int) -> bool:
+    """The process is importing (or past) rclpy: its entry point's handlers are in place."""
+    try:
+        return "_rclpy_pybind11" in open(f"/proc/{pid}/maps").read()
+    except OSError:
+        return False
+
+
+def test_group_signal_while_starting_exits_quietly(start_stack):
+    stack = start_stack(own_process_group=True)
+    wait_until(lambda: all(rclpy_loaded(p.pid) for p in stack.processes.values()), 30,
+               "the node processes to import rclpy")
+    os.killpg(stack.pgid, signal.SIGINT)
+    time.sleep(0.02)
+    os.killpg(stack.pgid, signal.SIGINT)
+    for process in stack.processes.values():
+        process.wait(30)
+    assert {name: p.returncode for name, p in stack.processes.items()} == \
+        {name: 0 for name in stack.processes}
+    log = stack_log(stack)
+    assert "Traceback" not in log and "KeyboardInterrupt" not in log, log[-3000:]

@@ -107,9 +107,9 @@ class _Spinner:
 
     def __init__(self, node: Node, executor: Executor, stop: _StopRequest):
         self.node, self.executor, self.stop = node, executor, stop
-        executor.add_node(node)  # after init: an executor needs a live context
         # Triggered to wake the loop at once when the stop request comes.
         self.wake = node.create_guard_condition(lambda: None)
+        executor.add_node(node)  # after init: an executor needs a live context
         self.thread = threading.Thread(target=self._run, name=f"spin_{node.get_name()}")
         self.thread.start()
 

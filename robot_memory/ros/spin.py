@@ -6,9 +6,9 @@ reaches every process of its group, and `ros2 launch` then sends its own SIGINT 
 SIGTERM): so the first SIGINT or SIGTERM only asks to stop, and any further one is
 absorbed. rclpy's own handlers are off, because they raise KeyboardInterrupt wherever
 the main thread happens to be, including inside the flush. The main thread only waits;
-each node's executor spins in a thread of its own. Stopping is then, in order: stop
-every executor (no callback runs or starts any more), flush each node in the order
-given (the grounding server's consultation audit, then the logger's pending results),
+each node's executor spins in a thread of its own. Stopping is then, node by node in
+the order given: stop its executor (nothing more is answered or accepted) and flush it
+(the grounding server's consultation audit, then the logger's pending results); then
 close the stores, destroy the nodes, shut the context down. The exit code is 0.
 """
 
@@ -110,7 +110,10 @@ class _Spinner:
         # Triggered to wake the loop at once when the stop request comes.
         self.wake = node.create_guard_condition(lambda: None)
         executor.add_node(node)  # after init: an executor needs a live context
-        self.thread = threading.Thread(target=self._run, name=f"spin_{node.get_name()}")
+        # A daemon: a callback still running when the wait runs out (a long pass) must not
+        # keep the process alive; its transaction is then rolled back, as after kill -9.
+        self.thread = threading.Thread(target=self._run, name=f"spin_{node.get_name()}",
+                                       daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
@@ -119,8 +122,12 @@ class _Spinner:
                 self.executor.spin_once()
         except ExternalShutdownException:  # the context went first: stop the process too
             pass
-        except BaseException as exc:  # a callback raised: stop everything, report it once
-            self.stop.fail(exc)
+        except BaseException as exc:
+            if self.stop.event.is_set():  # a callback outlived the wait and the node went
+                print(f"robot_memory: {self.node.get_name()} stopped mid-callback: {exc}",
+                      file=sys.stderr, flush=True)
+            else:  # a callback raised: stop everything, report it once
+                self.stop.fail(exc)
             return
         self.stop.event.set()
 
@@ -138,9 +145,11 @@ class _Spinner:
 def _shut_down(nodes: list[tuple[NodeSpec, Node]], spinners: list[_Spinner]) -> None:
     for spinner in spinners:
         spinner.wake.trigger()
-    for spinner in spinners:
-        spinner.finish()  # no callback runs or starts in this process any more
-    for spec, node in nodes:
+    # Node by node in the order given: a node's executor stops (nothing more is answered
+    # or accepted), then it flushes. A long pass in another node does not hold it back.
+    for index, (spec, node) in enumerate(nodes):
+        if index < len(spinners):
+            spinners[index].finish()
         if spec.before_destroy is not None:
             _report_failure(f"flushing {node.get_name()}", spec.before_destroy, node)
     for _spec, node in nodes:

@@ -10,13 +10,19 @@ file; the launch arguments win over it.
 
 Node names and parameter defaults come from robot_memory/parameters.yaml, the same
 table `robot-memory bringup` reads, so both start the same nodes with the same parameters.
+`one_process:=true` starts the four nodes in one process (robot_memory_all) instead,
+configured by one parameter file with a `/**/<node>` section per node.
 """
 
+import tempfile
+
+import yaml
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition, UnlessCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.parameter_descriptions import ParameterFile, ParameterValue
 
 from robot_memory.parameters import SPEC_PATH, node_defaults, node_names, node_parameters
 
@@ -46,7 +52,11 @@ def generate_launch_description():
         DeclareLaunchArgument("params_file", default_value=str(NO_PARAMETERS),
                               description="ROS 2 parameters file for any other parameter "
                                           "(docs/parameters.md); the launch arguments win."),
+        DeclareLaunchArgument("one_process", default_value="false",
+                              description="Run the four nodes in one process "
+                                          "(robot_memory_all)."),
     ]
+    four_processes = UnlessCondition(LaunchConfiguration("one_process"))
     nodes = []
     for name in node_names():
         parameters = {key: value for key, value in node_defaults(name).items() if value != []}
@@ -63,5 +73,37 @@ def generate_launch_description():
                           parameters=[parameters, LaunchConfiguration("params_file"),
                                       from_arguments],
                           arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
-                          output="screen"))
+                          output="screen", condition=four_processes))
+    # No `name`: it would rename all four nodes of the process to one name.
+    nodes.append(Node(package="robot_memory", executable="robot_memory_all",
+                      namespace=LaunchConfiguration("namespace"),
+                      # params_file goes last here: one file of /**/<node> sections
+                      # carries the table defaults and the launch arguments together.
+                      parameters=[ParameterFile(one_process_params_template(), allow_substs=True),
+                                  LaunchConfiguration("params_file")],
+                      arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
+                      output="screen", condition=IfCondition(LaunchConfiguration("one_process"))))
     return LaunchDescription(arguments + nodes)
+
+
+def one_process_params_template() -> str:
+    """A parameter file with a `/**/<node>` section per node, the launch arguments left as
+    $(var ...) substitutions (launch fills them in when the process starts)."""
+    document = {}
+    for name in node_names():
+        values = {key: value for key, value in node_defaults(name).items() if value != []}
+        for key in STRING_ARGUMENTS:
+            if key in values:
+                values[key] = f"@string:{key}@"
+        values["use_sim_time"] = "@use_sim_time@"
+        document[f"/**/{name}"] = {"ros__parameters": values}
+    text = yaml.safe_dump(document)
+    for key in STRING_ARGUMENTS:  # quoted: a hash made only of digits stays a string
+        text = text.replace(f"'@string:{key}@'", f"'$(var {key})'") \
+            .replace(f"@string:{key}@", f"'$(var {key})'")
+    text = text.replace("'@use_sim_time@'", "$(var use_sim_time)") \
+        .replace("@use_sim_time@", "$(var use_sim_time)")
+    with tempfile.NamedTemporaryFile("w", prefix="robot_memory_params_", suffix=".yaml",
+                                     delete=False) as handle:
+        handle.write(text)
+    return handle.name

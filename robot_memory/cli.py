@@ -386,7 +386,8 @@ def cmd_bringup(args) -> int:
     overrides.update({"database_url": args.db, "manifest_path": str(Path(args.manifest).resolve()),
                       "certified_hash": args.certified_hash or "",
                       "certified_hash_file": args.certified_hash_file or ""})
-    return run_bringup(overrides, args.use_sim_time, args.namespace, args.log_level)
+    return run_bringup(overrides, args.use_sim_time, args.namespace, args.log_level,
+                       one_process=args.one_process)
 
 
 def cmd_demo(args) -> int:
@@ -528,6 +529,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="info")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="override a parameter of every node that declares it (repeatable)")
+    p.add_argument("--one-process", action="store_true",
+                   help="run the four nodes in one process (robot_memory_all)")
     p.set_defaults(func=cmd_bringup)
 
     p = verbs.add_parser("demo", help="the glass_cup grasp example, end to end")

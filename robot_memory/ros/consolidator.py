@@ -26,7 +26,7 @@ from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
-from robot_memory.ros.spin import run_node
+from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
 from robot_memory.srv import Consolidate, Override
 from robot_memory.store import MemoryStore
@@ -249,8 +249,12 @@ class Consolidator(ManagedMemoryNode):
         self.diagnostics.publish(level, message, values)
 
 
+def node_spec() -> NodeSpec:
+    return NodeSpec(Consolidator)
+
+
 def main(args=None) -> None:
-    run_node(Consolidator, args)
+    run_node(node_spec(), args)
 
 
 if __name__ == "__main__":

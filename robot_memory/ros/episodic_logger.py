@@ -32,7 +32,7 @@ from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import EXECUTION_RESULTS_QOS
-from robot_memory.ros.spin import run_node
+from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.srv import RecordEvent
 from robot_memory.store import MemoryStore, NewEvent
 from robot_memory.store.size import MB, store_size_bytes
@@ -252,10 +252,14 @@ class EpisodicLogger(ManagedMemoryNode):
         self.diagnostics.publish(level, message, values)
 
 
-def main(args=None) -> None:
+def node_spec() -> NodeSpec:
     # Accepted results reach the disk before the process goes.
-    run_node(EpisodicLogger, args, make_executor=lambda: MultiThreadedExecutor(num_threads=3),
-             before_destroy=lambda node: node.flush())
+    return NodeSpec(EpisodicLogger, lambda: MultiThreadedExecutor(num_threads=3),
+                    before_destroy=lambda node: node.flush())
+
+
+def main(args=None) -> None:
+    run_node(node_spec(), args)
 
 
 if __name__ == "__main__":

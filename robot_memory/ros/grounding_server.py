@@ -30,7 +30,7 @@ from robot_memory.ros.diagnostics import OK as DIAG_OK
 from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
-from robot_memory.ros.spin import run_node
+from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS
 from robot_memory.explain import FactNotFound, explain_fact, find_fact, format_explanation
 from robot_memory.srv import ExplainFact, GroundingQuery
@@ -177,19 +177,24 @@ class GroundingServer(ManagedMemoryNode):
         self.diagnostics.publish(level, message, values)
 
     def close(self) -> None:
-        """Stop the companion, then flush the consultation audit."""
+        """Flush the consultation audit first (what was answered must be in the log), then
+        stop the companion."""
+        if self.audit is not None:
+            self.audit.close()
         self._companion_executor.shutdown()
         self._companion_thread.join(timeout=5.0)
         self.companion.destroy_node()
-        if self.audit is not None:
-            self.audit.close()
+
+
+def node_spec() -> NodeSpec:
+    # A request arriving while the companion or the audit writer holds the GIL waits
+    # for the switch interval (5 ms by default): keep that wait short.
+    return NodeSpec(GroundingServer, before_destroy=lambda node: node.close(),
+                    configure_process=lambda: sys.setswitchinterval(REQUEST_GIL_WAIT_S))
 
 
 def main(args=None) -> None:
-    # A request arriving while the companion or the audit writer holds the GIL waits
-    # for the switch interval (5 ms by default): keep that wait short.
-    sys.setswitchinterval(REQUEST_GIL_WAIT_S)
-    run_node(GroundingServer, args, before_destroy=lambda node: node.close())
+    run_node(node_spec(), args)
 
 
 if __name__ == "__main__":

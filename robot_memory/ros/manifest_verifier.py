@@ -23,7 +23,7 @@ from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.identity_gate import STATE_NAMES
 from robot_memory.ros.lifecycle_manager import LifecycleManager
 from robot_memory.ros.params import declare_parameters
-from robot_memory.ros.spin import run_node
+from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.qos import IDENTITY_STATUS_QOS
 from robot_memory.store import MemoryStore, check_store
 
@@ -152,9 +152,13 @@ class ManifestVerifier(Node):
                                 "nodes are withdrawn until a human acts")
 
 
+def node_spec() -> NodeSpec:
+    # The last signed checkpoint covers everything written before the stop.
+    return NodeSpec(ManifestVerifier, before_destroy=lambda node: node.checkpoints.sign("shutdown"))
+
+
 def main(args=None) -> None:
-    run_node(ManifestVerifier, args,
-             before_destroy=lambda node: node.checkpoints.sign("shutdown"))
+    run_node(node_spec(), args)
 
 
 if __name__ == "__main__":

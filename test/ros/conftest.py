@@ -26,6 +26,11 @@ from robot_memory.ros.qos import (DIAGNOSTICS_QOS, EXECUTION_RESULTS_QOS, FACTS_
 
 _names = itertools.count()
 
+# Run a test against both process modes: `@BOTH_PROCESS_MODES` overrides the
+# `one_process` fixture below (four processes unless a test asks).
+BOTH_PROCESS_MODES = pytest.mark.parametrize("one_process", [False, True],
+                                             ids=["four_processes", "one_process"])
+
 
 def wait_until(predicate, timeout: float, what):
     """Poll until predicate() is truthy; `what` (text, or a callable for a message
@@ -140,16 +145,24 @@ def certified_hash(manifest_file):
 
 
 @pytest.fixture
-def start_stack(tmp_path, namespace, manifest_file, certified_hash, db_url):
-    """start_stack(**parameter_overrides) -> Stack; logs go to tmp_path/stack.log."""
+def one_process():
+    return False
+
+
+@pytest.fixture
+def start_stack(tmp_path, namespace, manifest_file, certified_hash, db_url, one_process):
+    """start_stack(**parameter_overrides) -> Stack; logs go to tmp_path/stack.log. The
+    stack runs in one process when the test is parametrized with one_process=True."""
     stacks = []
 
-    def start(use_sim_time: bool = False, **overrides) -> Stack:
+    def start(use_sim_time: bool = False, own_process_group: bool = False,
+              **overrides) -> Stack:
         settings = {"database_url": db_url, "manifest_path": str(manifest_file),
                     "certified_hash": certified_hash, "period_s": 0.5,
                     "diagnostics_period_s": 0.2, **overrides}
         log = open(tmp_path / "stack.log", "ab")
-        stack = Stack(settings, use_sim_time=use_sim_time, namespace=namespace)
+        stack = Stack(settings, use_sim_time=use_sim_time, namespace=namespace,
+                      one_process=one_process, own_process_group=own_process_group)
         stack.log_path = tmp_path / "stack.log"
         stacks.append((stack.start(stdout=log, stderr=log), log))
         return stack

@@ -18,7 +18,7 @@ from robot_memory.msg import ExecutionResult, KeyValue
 from robot_memory.srv import Consolidate, RecordEvent
 from robot_memory.store import MemoryStore, verify_chain
 
-from ros.conftest import wait_until
+from ros.conftest import BOTH_PROCESS_MODES, wait_until
 
 
 def attempt(n: int) -> ExecutionResult:
@@ -75,6 +75,7 @@ class Producer:
             n += 1
 
 
+@BOTH_PROCESS_MODES
 def test_kill_9_logger_during_ingest_loses_no_acknowledged_event(probe, start_stack, tmp_path,
                                                                   certified_hash, db_url):
     stack = start_stack()
@@ -96,8 +97,8 @@ def test_kill_9_logger_during_ingest_loses_no_acknowledged_event(probe, start_st
     try:
         wait_until(lambda: len(producer.acked) >= 40, 60,
                    lambda: f"40 acknowledged events ({producer})")
-        os.kill(stack.processes["episodic_logger"].pid, signal.SIGKILL)
-        stack.processes["episodic_logger"].wait()
+        os.kill(stack.process_of("episodic_logger").pid, signal.SIGKILL)
+        stack.process_of("episodic_logger").wait()
         acked_before_kill = len(producer.acked)
         with open(tmp_path / "stack.log", "ab") as log:
             stack.respawn("episodic_logger", stdout=log, stderr=log)

@@ -7,7 +7,7 @@ import yaml
 from robot_memory.msg import IdentityStatus
 from robot_memory.store import MemoryStore
 
-from ros.conftest import stack_log, wait_until
+from ros.conftest import BOTH_PROCESS_MODES, stack_log, wait_until
 
 
 def assert_store_untouched(db_url):
@@ -15,6 +15,7 @@ def assert_store_untouched(db_url):
     assert store.identities() == []
 
 
+@BOTH_PROCESS_MODES
 def test_wrong_certified_hash_gives_mismatch_and_no_writes(probe, start_stack, db_url):
     stack = start_stack(certified_hash="0" * 64)
     status = probe.wait_identity()

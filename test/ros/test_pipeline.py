@@ -5,7 +5,7 @@ from robot_memory.manifest import load_manifest
 from robot_memory.msg import IdentityStatus
 from robot_memory.store import MemoryStore, verify_chain
 
-from ros.conftest import wait_until
+from ros.conftest import BOTH_PROCESS_MODES, wait_until
 
 KEY = "manipulation.grasp + glass_cup + sim_relaxed"
 
@@ -19,6 +19,7 @@ def publish_seed_example(probe, start_s=100.0):
     return len(attempts)
 
 
+@BOTH_PROCESS_MODES
 def test_results_become_facts_the_planner_can_ground_on(probe, start_stack, manifest_file,
                                                         certified_hash, db_url):
     start_stack()
@@ -76,6 +77,7 @@ def test_identity_hash_is_unchanged_across_many_passes(probe, start_stack, manif
     assert runs >= 3
 
 
+@BOTH_PROCESS_MODES
 def test_consultations_are_flushed_when_the_server_stops(probe, start_stack, certified_hash,
                                                          db_url):
     stack = start_stack(audit_flush_period_s=60.0)  # only the shutdown flush can write them

@@ -1,0 +1,34 @@
+"""How every node process starts: `python -m robot_memory.ros.entry <module> --ros-args ...`
+(robot-memory bringup) and the nodes/ executables (ros2 run, ros2 launch).
+
+Importing rclpy, numpy, SQLAlchemy and pydantic takes seconds on a busy machine. A
+SIGINT or SIGTERM in that time ends the process at once, with exit code 0 and no
+traceback: nothing has been accepted or answered yet. Once the nodes run, spin.run_nodes
+has its own handlers (stop, flush, close)."""
+
+from __future__ import annotations
+
+import importlib
+import signal
+import sys
+
+MODULES = ("manifest_verifier", "episodic_logger", "consolidator", "grounding_server",
+           "all_nodes")
+
+
+def _exit_while_starting(_signum, _frame) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)  # a second one must not interrupt the exit
+    sys.exit(0)
+
+
+def run(module: str) -> None:
+    if module not in MODULES:
+        raise SystemExit(f"robot_memory: unknown node module '{module}' (one of {MODULES})")
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _exit_while_starting)
+    importlib.import_module(f"robot_memory.ros.{module}").main()
+
+
+if __name__ == "__main__":
+    run(sys.argv[1] if len(sys.argv) > 1 else "")

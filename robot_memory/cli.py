@@ -253,6 +253,46 @@ def cmd_demo(args) -> int:
     return run_demo(db_url=args.db, period_s=args.period, keep=args.keep)
 
 
+def _time_ns(text: str, flag: str) -> int:
+    """Seconds (event time) or an ISO 8601 time, as nanoseconds."""
+    from datetime import datetime, timezone
+    try:
+        return _stamp_ns(float(text))
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise CommandError(f"{flag} {text!r}: expected seconds or an ISO time") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return _stamp_ns(repr(moment.timestamp()))
+
+
+def cmd_import_bag(args) -> int:
+    from robot_memory.bag_mapping import MappingError, load_mapping
+    from robot_memory.bag_reading import BagError
+    from robot_memory.bags import import_bag
+    partition = _partition(args)
+    try:
+        mapping = load_mapping(Path(args.map)) if args.map else None
+        report = import_bag(
+            partition, Path(args.path), topics=args.topic or None,
+            since_ns=_time_ns(args.since, "--since") if args.since else None,
+            until_ns=_time_ns(args.until, "--until") if args.until else None,
+            mapping=mapping, progress=False if args.no_progress else None,
+            on_rejection=lambda r: print(f"{args.path}: {r.describe()}", file=sys.stderr))
+    except (BagError, MappingError) as exc:
+        raise CommandError(str(exc)) from exc
+    for note in report.damage:
+        print(f"{args.path}: could not read: {note}", file=sys.stderr)
+    for topic, missing in sorted(report.unread.items()):
+        print(f"{args.path}: could not read: {missing} of the messages the bag lists on "
+              f"{topic}", file=sys.stderr)
+    print(report.summary())
+    return 0 if report.complete else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="robot-memory", description=__doc__.split(".")[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -331,6 +371,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="SQLite integrity_check and a re-hash of every event (default: the "
                         "verifier's fast boot check)")
     p.set_defaults(func=cmd_verify)
+
+    p = with_store(verbs.add_parser("import-bag", help="import execution results from a "
+                                                       "rosbag2 bag (MCAP or SQLite3)"))
+    p.add_argument("path", metavar="PATH", help="bag directory, or a .mcap or .db3 file")
+    p.add_argument("--topic", action="append", default=[], metavar="T",
+                   help="import only this topic (repeatable; default: every topic of an "
+                        "importable type)")
+    p.add_argument("--since", metavar="TIME", help="only messages received at or after TIME "
+                                                   "(bag receive time: seconds or ISO 8601)")
+    p.add_argument("--until", metavar="TIME", help="only messages received before TIME")
+    p.add_argument("--map", metavar="FILE", help="mapping file: other message types onto "
+                                                 "ExecutionResult")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_import_bag)
 
     p = verbs.add_parser("bringup", help="start the four nodes (what the launch file starts)")
     p.add_argument("--manifest", required=True)

@@ -27,7 +27,7 @@ def run(*args):
 def build_history(partition):
     """Several passes, a contested fact, overrides, consultations, and results logged after
     the last pass (not yet consolidated)."""
-    partition.append_many(varied_events(600))
+    partition.append_many(varied_events(200))
     consolidation_pass(partition)
     # Evidence that turns: many successes long ago, failures now -> contested.
     partition.append_many([result_event(10 * DAY + i, success=True, target="mug")
@@ -50,13 +50,15 @@ def build_history(partition):
     assert partition.count_events(KNOWLEDGE_CONFLICT) >= 1
 
 
-@pytest.fixture
-def bundle(tmp_path, db_url, manifest_file):
-    store = MemoryStore(db_url)
-    partition = store.partition(load_manifest(manifest_file).identity_hash())
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    from conftest import EXAMPLE_MANIFEST
+    root = tmp_path_factory.mktemp("bundle_source")
+    store = MemoryStore(f"sqlite:///{root / 'memory.db'}")
+    partition = store.partition(load_manifest(EXAMPLE_MANIFEST).identity_hash())
     build_history(partition)
-    export_bundle(partition, tmp_path / "bundle", manifest_path=manifest_file)
-    yield tmp_path / "bundle", partition
+    export_bundle(partition, root / "bundle", manifest_path=EXAMPLE_MANIFEST)
+    yield root / "bundle", partition
     store.close()
 
 
@@ -90,7 +92,7 @@ def _edited_copies(root, tmp_path, name, count, seed):
 @pytest.mark.parametrize("name", [EVENTS, FACTS, INFO, "runs.jsonl", "consultations.jsonl"])
 def test_any_edited_byte_is_found_with_file_and_line(bundle, tmp_path, name):
     root, _ = bundle
-    for copy, line in _edited_copies(root, tmp_path, name, 12, seed=name):
+    for copy, line in _edited_copies(root, tmp_path, name, 6, seed=name):
         verdict = verify_bundle(copy)
         assert not verdict.ok
         assert verdict.problems[0].startswith(f"{name}:{line}:"), (line, verdict.problems)
@@ -98,7 +100,7 @@ def test_any_edited_byte_is_found_with_file_and_line(bundle, tmp_path, name):
 
 def test_edits_to_the_checksums_and_manifest_are_found(bundle, tmp_path):
     root, _ = bundle
-    for copy, line in _edited_copies(root, tmp_path, SUMS, 8, seed=1):
+    for copy, line in _edited_copies(root, tmp_path, SUMS, 5, seed=1):
         verdict = verify_bundle(copy)
         assert not verdict.ok
         assert f"{SUMS}:{line}:" in verdict.problems[0] or \

@@ -330,6 +330,22 @@ def cmd_import_bundle(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from robot_memory.growth import GrowthGuard
+    from robot_memory.parameters import node_settings
+    from robot_memory.report import build_report
+    try:
+        logger = node_settings("episodic_logger", _parse_overrides(args.param))
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+    guard = GrowthGuard(logger["growth_limit_mb"], logger["hard_limit_mb"])
+    page = build_report(_partition(args), _rules_config(args), guard)
+    Path(args.out).write_text(page, encoding="utf-8")
+    print(f"report written to {args.out} ({len(page) // 1024} KiB, self-contained: open it "
+          "in any browser, offline)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="robot-memory", description=__doc__.split(".")[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -439,6 +455,12 @@ def build_parser() -> argparse.ArgumentParser:
                    identity=False)
     p.add_argument("dir", metavar="DIR")
     p.set_defaults(func=cmd_import_bundle)
+
+    p = with_store(verbs.add_parser("report", help="what the robot learned, as one "
+                                                   "self-contained HTML file with plots"))
+    p.add_argument("--out", required=True, metavar="FILE", help="e.g. report.html")
+    with_rule_params(p)
+    p.set_defaults(func=cmd_report)
 
     p = verbs.add_parser("bringup", help="start the four nodes (what the launch file starts)")
     p.add_argument("--manifest", required=True)

@@ -29,15 +29,18 @@ STYLE = {"font.size": 9, "axes.titlesize": 9, "axes.spines.top": False,
 
 def svg(figure, salt: str) -> str:
     """The figure as an <svg> element for inline use: no XML prolog, no DOCTYPE (it
-    names an external DTD), no metadata block, ids made unique per figure."""
-    with plt.rc_context({"svg.hashsalt": salt}):
+    names an external DTD), no metadata block, and every id prefixed with `salt` (the
+    inline figures of one page share one id space)."""
+    with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
         buffer = io.StringIO()
         figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None,
                                                        "Format": None, "Type": None})
     plt.close(figure)
     text = buffer.getvalue()
     text = text[text.index("<svg"):]
-    return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
+    text = re.sub(r'\bid="([^"]+)"', rf'id="{salt}-\1"', text)
+    return re.sub(r'(url\(#|href="#)([^")]+)', rf"\1{salt}-\2", text)
 
 
 def _time_unit(first_ns: int, last_ns: int) -> tuple[str, float]:

@@ -194,7 +194,7 @@ def _consultation_section(data: ReportData) -> str:
     caption = (f"Grounding answers that served each fact. Most consulted: <b>{_esc(kind)} "
                f"{_esc(key)}</b>, {num('consultations', count)} answers.")
     parts.append(_figure("consultations-1", "consultations",
-                         consultation_figure([(f"{k}: {key_}", c) for (k, key_), c in top],
+                         consultation_figure([(key_, c) for (_k, key_), c in top],
                                              "consult"),
                          caption, "consultations per fact", (kind, key)))
     parts.append("<table><tr><th>fact</th><th class=n>answers</th><th>who asked</th></tr>")

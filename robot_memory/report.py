@@ -192,7 +192,8 @@ def _consultation_section(data: ReportData) -> str:
         return "".join(parts)
     (kind, key), count = top[0]
     caption = (f"Grounding answers that served each fact. Most consulted: <b>{_esc(kind)} "
-               f"{_esc(key)}</b>, {num('consultations', count)} answers.")
+               f"{_esc(key)}</b>, {num('consultations', count)} "
+               f"answer{'s' if count != 1 else ''}.")
     parts.append(_figure("consultations-1", "consultations",
                          consultation_figure([(key_, c) for (_k, key_), c in top],
                                              "consult"),

@@ -350,12 +350,3 @@ def salvage(path: Path, topics: set[str] | None) -> tuple[BagContents, Iterator[
         for item in files:
             yield from reader(item, contents, topics)
     return contents, messages()
-
-
-def scan_topics(path: Path) -> BagContents:
-    """Topics of a bag the normal reader refuses (a first salvage pass, messages skipped)."""
-    contents, messages = salvage(path, set())
-    for _ in messages:
-        pass
-    contents.damage.clear()  # reported by the pass that reads the messages
-    return contents

@@ -19,9 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from robot_memory.bag_mapping import Mapping
-from robot_memory.bag_reading import (EXECUTION_RESULT_TYPE, BagContents, BagError, RawMessage,
-                                      bag_identity, make_typestore, open_with_rosbags,
-                                      register_bag_definitions, rosbags_messages, salvage)
+from robot_memory.bag_reading import (
+    EXECUTION_RESULT_TYPE,
+    BagContents,
+    BagError,
+    RawMessage,
+    bag_identity,
+    make_typestore,
+    open_with_rosbags,
+    register_bag_definitions,
+    rosbags_messages,
+    salvage,
+)
 from robot_memory.event_kinds import EXECUTION_RESULT, IMPORT, PRIVACY_REJECTION
 from robot_memory.records import InvalidRecord, record_from_message
 from robot_memory.store import NewEvent, Partition

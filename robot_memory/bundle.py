@@ -30,11 +30,19 @@ from pathlib import Path
 from typing import Any
 
 from robot_memory.canonical import canonical_json
-from robot_memory.consolidation import RULE_VERSION, RulesConfig, consolidation_pass
-from robot_memory.consolidation import replay_snapshot
+from robot_memory.consolidation import (
+    RULE_VERSION,
+    RulesConfig,
+    consolidation_pass,
+    replay_snapshot,
+)
 from robot_memory.consolidation.consolidation_pass import snapshot_entry
-from robot_memory.event_kinds import (CONSOLIDATION_RUN, FACT_CONSULTATION, KNOWLEDGE_CONFLICT,
-                                      KNOWLEDGE_CONFLICT_RESOLVED)
+from robot_memory.event_kinds import (
+    CONSOLIDATION_RUN,
+    FACT_CONSULTATION,
+    KNOWLEDGE_CONFLICT,
+    KNOWLEDGE_CONFLICT_RESOLVED,
+)
 from robot_memory.store import MemoryStore, NewEvent, Partition
 from robot_memory.store.episodic import event_digest
 from robot_memory.store.schema import GENESIS_HASH
@@ -159,7 +167,7 @@ def export_bundle(partition: Partition, out: Path, config: RulesConfig = RulesCo
 
 def _first_fact_difference(have: list[str], want: list[str], have_name: str = "stored",
                            want_name: str = "rebuilt") -> str:
-    for number, (a, b) in enumerate(zip(have, want), start=1):
+    for number, (a, b) in enumerate(zip(have, want, strict=False), start=1):
         if a != b:
             return f"fact {number}: {_entry_difference(a, b, have_name, want_name)}"
     return f"{len(have)} {have_name} facts, {len(want)} {want_name}"
@@ -284,7 +292,7 @@ def _compare_lines(name: str, have: list[str] | None, want: list[str],
                    problems: _Problems, what: str) -> None:
     if have is None:
         return
-    for number, (a, b) in enumerate(zip(have, want), start=1):
+    for number, (a, b) in enumerate(zip(have, want, strict=False), start=1):
         if a != b:
             problems.add(name, number, f"differs from {what}")
             return
@@ -359,8 +367,9 @@ def verify_bundle(root: Path) -> BundleVerdict:
                 have = _read_lines(root / FACTS, problems)
                 if have is not None and have != rebuilt:
                     detail = _first_fact_difference(have, rebuilt, "bundle", "rebuilt")
-                    line = next((n for n, (a, b) in enumerate(zip(have, rebuilt), start=1)
-                                 if a != b), min(len(have), len(rebuilt)) + 1)
+                    pairs = enumerate(zip(have, rebuilt, strict=False), start=1)
+                    line = next((n for n, (a, b) in pairs if a != b),
+                                min(len(have), len(rebuilt)) + 1)
                     if INFO in mismatched and not problems.has(INFO):
                         problems.add(INFO, INFO_KEYS.index("rules_config") + 2,
                                      f"rules_config edited: the facts rebuilt with it differ "
@@ -423,8 +432,10 @@ def _config_from_info(info: dict, info_lines: list[str], problems: _Problems
 def _check_derived(root: Path, info: dict, info_lines: list[str] | None, events: list[dict],
                    problems: _Problems) -> None:
     lines = [event_line(**e) for e in events]
-    runs = [line for line, e in zip(lines, events) if e["kind"] == CONSOLIDATION_RUN]
-    consultations = [line for line, e in zip(lines, events) if e["kind"] == FACT_CONSULTATION]
+    runs = [line for line, e in zip(lines, events, strict=True)
+            if e["kind"] == CONSOLIDATION_RUN]
+    consultations = [line for line, e in zip(lines, events, strict=True)
+                     if e["kind"] == FACT_CONSULTATION]
     _compare_lines(RUNS, _read_lines(root / RUNS, problems), runs, problems,
                    f"the consolidation_run events of {EVENTS}")
     _compare_lines(CONSULTATIONS, _read_lines(root / CONSULTATIONS, problems), consultations,

@@ -17,8 +17,12 @@ from typing import Any
 from robot_memory.consolidation import RulesConfig
 from robot_memory.growth import GrowthGuard
 from robot_memory.report_data import ReportData, promotion_changes, read_report_data
-from robot_memory.report_plots import (consultation_figure, parameter_figure, rate_figure,
-                                       zone_figure)
+from robot_memory.report_plots import (
+    consultation_figure,
+    parameter_figure,
+    rate_figure,
+    zone_figure,
+)
 from robot_memory.store import Partition
 from robot_memory.store.size import store_size_bytes
 
@@ -128,9 +132,9 @@ def _parameter_section(data: ReportData) -> str:
             continue
         for name, band in sorted(fact.value["recommended_parameters"].items())[
                 :MAX_PARAMETERS_PER_FACT]:
-            ok = [p[name] for p, s in zip(series.parameters, series.successes)
+            ok = [p[name] for p, s in zip(series.parameters, series.successes, strict=True)
                   if s and name in p]
-            failed = [p[name] for p, s in zip(series.parameters, series.successes)
+            failed = [p[name] for p, s in zip(series.parameters, series.successes, strict=True)
                       if not s and name in p]
             if not ok and not failed:
                 continue

@@ -8,9 +8,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from robot_memory.consolidation.rules.base import fact_key
-from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, FACT_CONSULTATION,
-                                      IDENTITY_VERIFICATION, IMPORT, KNOWLEDGE_CONFLICT,
-                                      KNOWLEDGE_CONFLICT_RESOLVED, OVERRIDE)
+from robot_memory.event_kinds import (
+    CONSOLIDATION_RUN,
+    EXECUTION_RESULT,
+    FACT_CONSULTATION,
+    IDENTITY_VERIFICATION,
+    IMPORT,
+    KNOWLEDGE_CONFLICT,
+    KNOWLEDGE_CONFLICT_RESOLVED,
+    OVERRIDE,
+)
 from robot_memory.store import FactRow, Partition
 
 ALL_KINDS = (EXECUTION_RESULT, CONSOLIDATION_RUN, KNOWLEDGE_CONFLICT,

@@ -4,7 +4,6 @@ series has its own marker, line style or hatching, and a direct label)."""
 from __future__ import annotations
 
 import io
-import math
 import re
 
 import matplotlib
@@ -145,10 +144,9 @@ def parameter_figure(values_ok: list[float], values_failed: list[float], band: d
 def _edges(distinct: list[float]) -> list[float]:
     if len(distinct) == 1:
         return [distinct[0] - 0.5, distinct[0] + 0.5]
-    gaps = [b - a for a, b in zip(distinct, distinct[1:])]
-    half = min(gaps) / 2
-    return [distinct[0] - half] + [(a + b) / 2 for a, b in zip(distinct, distinct[1:])] + \
-        [distinct[-1] + half]
+    neighbours = list(zip(distinct, distinct[1:], strict=False))
+    half = min(b - a for a, b in neighbours) / 2
+    return [distinct[0] - half] + [(a + b) / 2 for a, b in neighbours] + [distinct[-1] + half]
 
 
 def zone_figure(rows: list[tuple[str, float, float, int, int]], salt: str) -> str:
@@ -164,7 +162,7 @@ def zone_figure(rows: list[tuple[str, float, float, int, int]], salt: str) -> st
                   hatch="//", linewidth=0.5, label="failure rate")
         axes.barh(positions, [r[2] for r in rows], color=VERMILION, edgecolor="#222222",
                   hatch="xx", linewidth=0.5, label="safety-relevant failures")
-        for y, row in zip(positions, rows):
+        for y, row in zip(positions, rows, strict=True):
             axes.annotate(f"{row[3]}/{row[4]}", (row[1], y), xytext=(3, -3),
                           textcoords="offset points", fontsize=7)
         axes.set_yticks(positions, labels)
@@ -183,7 +181,7 @@ def consultation_figure(rows: list[tuple[str, int]], salt: str) -> str:
         positions = list(range(len(rows)))[::-1]
         axes.barh(positions, [r[1] for r in rows], color=BLUE, edgecolor="#222222",
                   hatch="..", linewidth=0.5)
-        for y, row in zip(positions, rows):
+        for y, row in zip(positions, rows, strict=True):
             axes.annotate(str(row[1]), (row[1], y), xytext=(3, -3),
                           textcoords="offset points", fontsize=7)
         axes.set_yticks(positions, [r[0] for r in rows])
@@ -196,7 +194,3 @@ def _label_margin(labels) -> float:
     """Left margin that fits the longest bar label (9 pt text is about 0.07 inch a
     character on a 6.4 inch figure)."""
     return min(0.7, 0.04 + 0.011 * max((len(label) for label in labels), default=10))
-
-
-def finite(value) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)

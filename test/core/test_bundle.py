@@ -8,8 +8,16 @@ import sys
 import pytest
 from helpers import result_event, varied_events
 
-from robot_memory.bundle import (EVENTS, FACTS, INFO, SUMS, BundleError, export_bundle,
-                                 import_bundle, verify_bundle)
+from robot_memory.bundle import (
+    EVENTS,
+    FACTS,
+    INFO,
+    SUMS,
+    BundleError,
+    export_bundle,
+    import_bundle,
+    verify_bundle,
+)
 from robot_memory.consolidation import consolidation_pass, facts_snapshot
 from robot_memory.consolidation import overrides as ov
 from robot_memory.event_kinds import FACT_CONSULTATION, KNOWLEDGE_CONFLICT

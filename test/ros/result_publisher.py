@@ -5,8 +5,8 @@ import sys
 
 import rclpy
 from rclpy.node import Node
-
 from robot_memory.msg import ExecutionResult, KeyValue
+
 from robot_memory.ros.matching import wait_for_subscriber
 from robot_memory.ros.qos import EXECUTION_RESULTS_QOS
 

@@ -73,10 +73,10 @@ class ImportReport:
         return not self.rejections and not self.damage and not self.unread
 
     def summary(self) -> str:
-        if self.event_seq is None and self.already_imported and not self.imported:
+        if self.event_seq is None:
             return (f"bag {self.bag['name']} already imported (import event seq "
                     f"{', '.join(map(str, self.previous_import_seqs))}): "
-                    f"{self.already_imported} results skipped, nothing added")
+                    f"{self.already_imported} messages skipped, nothing added")
         text = (f"imported {self.imported} execution results from {self.bag['name']} "
                 f"({self.bag['storage']}, sha256 {self.bag['sha256'][:12]}), rejected "
                 f"{len(self.rejections)}, already imported {self.already_imported}")
@@ -232,7 +232,7 @@ def import_bag(partition: Partition, path: Path, *, topics: list[str] | None = N
                          {**{k: v for k, v in _listed_counts(path).items() if k in chosen},
                           **{k: v for k, v in listed.items() if v is not None}}.items()
                          if n > read_per_topic[t]}
-    if not results and not report.rejections and report.already_imported:
+    if not results and not report.rejections and previous:
         return report  # a second import of the same bag: nothing at all is added
     report.imported = len(results)
     event = NewEvent(IMPORT, _import_payload(report, since_ns, until_ns, mapping),

@@ -190,8 +190,10 @@ def test_mapping_file_brings_in_a_skills_own_message(tmp_path, partition):
                                   "parameters": {"force_n": 10.0},
                                   "observations": {"mass_kg": 0.3}}
     assert (second.payload["success"], second.payload["failure_reason"]) == (False, "slipped")
-    # Without the mapping the topic is not importable, and saying so names it.
-    assert import_bag(partition, bag, progress=False).topics == []
+    # Without the mapping the topic is not importable: nothing is read, nothing added.
+    head = partition.head()
+    again = import_bag(partition, bag, progress=False)
+    assert (again.topics, again.event_seq, partition.head()) == ([], None, head)
 
 
 def test_mapping_errors_name_file_and_key(tmp_path):

@@ -4,6 +4,7 @@ import json
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from helpers import result_event, varied_events
@@ -25,6 +26,8 @@ from robot_memory.manifest import load_manifest
 from robot_memory.store import MemoryStore, NewEvent
 
 DAY = 86400
+EXAMPLE_MANIFEST = Path(__file__).resolve().parents[2] / "robot_memory" / "config" / \
+    "example_manifest.yaml"
 
 
 def run(*args):
@@ -60,7 +63,6 @@ def build_history(partition):
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    from conftest import EXAMPLE_MANIFEST
     root = tmp_path_factory.mktemp("bundle_source")
     store = MemoryStore(f"sqlite:///{root / 'memory.db'}")
     partition = store.partition(load_manifest(EXAMPLE_MANIFEST).identity_hash())

@@ -34,23 +34,25 @@ class Browser:
 
     def __init__(self, binary: str):
         self.profile = tempfile.mkdtemp(prefix="robot_memory_chromium_")
-        to_child, self._write = os.pipe()
-        self._read, from_child = os.pipe()
-
-        def wire_pipes():  # in the child, before exec: its fds 3 and 4 are the pipe ends
-            high_in = fcntl.fcntl(to_child, fcntl.F_DUPFD, 10)
-            high_out = fcntl.fcntl(from_child, fcntl.F_DUPFD, 10)
-            os.dup2(high_in, 3)
-            os.dup2(high_out, 4)
-
+        child_in, self._write = os.pipe()
+        self._read, child_out = os.pipe()
+        # Above 10, so `3<&` cannot clobber one before it is copied.
+        to_child = fcntl.fcntl(child_in, fcntl.F_DUPFD_CLOEXEC, 10)
+        from_child = fcntl.fcntl(child_out, fcntl.F_DUPFD_CLOEXEC, 10)
+        os.close(child_in)
+        os.close(child_out)
         self.log = open(Path(self.profile) / "chromium.log", "wb")
+        # bash puts the pipe ends on fds 3 and 4, where --remote-debugging-pipe
+        # expects them (no preexec_fn: the test process may run threads).
         self.process = subprocess.Popen(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            ["/bin/bash", "-c", f'exec "$0" "$@" 3<&{to_child} 4>&{from_child} '
+                              f"{to_child}<&- {from_child}>&-",
+             binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--disable-background-networking", "--disable-component-update",
              "--disable-sync", "--disable-default-apps", "--remote-debugging-pipe",
              f"--user-data-dir={self.profile}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-            preexec_fn=wire_pipes, close_fds=False)
+            pass_fds=(to_child, from_child))
         os.close(to_child)
         os.close(from_child)
         self._buffer = b""

@@ -17,10 +17,12 @@ from bench.stats import RESULTS
 
 MODEST = {"consolidation_pass": ["--trials", "3"],
           "grounding_latency": ["--requests", "1000"],
-          "boot_check": ["--trials", "2"]}
+          "boot_check": ["--trials", "2"],
+          "report": ["--trials", "3"]}
 QUICK = {"consolidation_pass": ["--trials", "1", "--large-store", "300000"],
          "grounding_latency": ["--events", "100000", "--requests", "300", "--lookups", "10000"],
-         "boot_check": ["--events", "100000", "--trials", "1", "--new", "1000"]}
+         "boot_check": ["--events", "100000", "--trials", "1", "--new", "1000"],
+         "report": ["--events", "10000", "--trials", "1"]}
 
 
 def main() -> int:

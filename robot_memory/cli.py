@@ -96,14 +96,14 @@ def cmd_ingest(args) -> int:
     return 1 if bad else 0
 
 
-def _rules_config(args):
-    """The consolidator node's rules, with --param overrides (same names and checks)."""
+def _rules_config(args, nodes: tuple[str, ...] = ("consolidator",)):
+    """The consolidator node's rules, with --param overrides (same names and checks;
+    `nodes` are the nodes whose parameter names the verb accepts)."""
     from robot_memory.consolidation import RulesConfig
     from robot_memory.parameters import node_settings
     try:
         return RulesConfig.from_settings(node_settings("consolidator",
-                                                       _parse_overrides(args.param,
-                                                                        ("consolidator",))))
+                                                       _parse_overrides(args.param, nodes)))
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
 
@@ -400,6 +400,96 @@ def cmd_demo(args) -> int:
     return run_demo(db_url=args.db, period_s=args.period, keep=args.keep)
 
 
+def _time_ns(text: str, flag: str) -> int:
+    """Seconds (event time) or an ISO 8601 time, as nanoseconds."""
+    from datetime import datetime, timezone
+    try:
+        return _stamp_ns(float(text))
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise CommandError(f"{flag} {text!r}: expected seconds or an ISO time") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return _stamp_ns(repr(moment.timestamp()))
+
+
+def cmd_import_bag(args) -> int:
+    from robot_memory.bag_mapping import load_mapping
+    from robot_memory.bags import import_bag
+    partition = _partition(args)
+    # A bag or mapping file that cannot be read raises an InputError (one line, exit 3).
+    mapping = load_mapping(Path(args.map)) if args.map else None
+    report = import_bag(
+        partition, Path(args.path), topics=args.topic or None,
+        since_ns=_time_ns(args.since, "--since") if args.since else None,
+        until_ns=_time_ns(args.until, "--until") if args.until else None,
+        mapping=mapping, progress=False if args.no_progress else None,
+        on_rejection=lambda r: print(f"{args.path}: {r.describe()}", file=sys.stderr))
+    for note in report.damage:
+        print(f"{args.path}: could not read: {note}", file=sys.stderr)
+    for topic, missing in sorted(report.unread.items()):
+        print(f"{args.path}: could not read: {missing} of the messages the bag lists on "
+              f"{topic}", file=sys.stderr)
+    print(report.summary())
+    return 0 if report.complete else 1
+
+
+def cmd_export(args) -> int:
+    from robot_memory.bundle import export_bundle
+    report = export_bundle(_partition(args), Path(args.out), _rules_config(args),
+                           Path(args.manifest) if args.manifest else None)
+    print(f"bundle written to {report.out}: {report.events} events, {report.facts} facts, "
+          f"chain head seq {report.chain_head[0]} {report.chain_head[1][:16]}; check it with "
+          f"`robot-memory verify-bundle {report.out}`")
+    return 0
+
+
+def cmd_verify_bundle(args) -> int:
+    from robot_memory.bundle import verify_bundle
+    if not Path(args.dir).is_dir():
+        raise InputError("DIR", "no_bundle", f"{args.dir}: not a directory")
+    verdict = verify_bundle(Path(args.dir))
+    for problem in verdict.problems:
+        print(problem, file=sys.stderr)
+    for note in verdict.notes:
+        print(note)
+    print("bundle verified" if verdict.ok else f"BUNDLE DOES NOT VERIFY: {verdict.problems[0]}")
+    return 0 if verdict.ok else 1
+
+
+def cmd_import_bundle(args) -> int:
+    from robot_memory.bundle import import_bundle
+    from robot_memory.store import MemoryStore
+    partition, passes = import_bundle(Path(args.dir), MemoryStore(args.db))
+    seq, head = partition.head()
+    print(f"imported {seq} events (identity {partition.identity_hash}), re-ran {passes} "
+          f"consolidation passes; chain head seq {seq} {head[:16]} as in the bundle")
+    return 0
+
+
+# The report reads the rules (consolidator) and the growth guard (episodic_logger).
+REPORT_NODES = ("consolidator", "episodic_logger")
+
+
+def cmd_report(args) -> int:
+    from robot_memory.growth import GrowthGuard
+    from robot_memory.parameters import node_settings
+    from robot_memory.report import build_report
+    try:
+        logger = node_settings("episodic_logger", _parse_overrides(args.param, REPORT_NODES))
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+    guard = GrowthGuard(logger["growth_limit_mb"], logger["hard_limit_mb"])
+    page = build_report(_partition(args), _rules_config(args, REPORT_NODES), guard)
+    Path(args.out).write_text(page, encoding="utf-8")
+    print(f"report written to {args.out} ({len(page) // 1024} KiB, self-contained: open it "
+          "in any browser, offline)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="robot-memory", description=__doc__.split(".")[0], epilog=_epilog(),
                     formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -518,6 +608,43 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--password-file", help="file holding the role's password")
     for q in actions.choices.values():
         q.set_defaults(func=cmd_db)
+
+    p = with_store(verbs.add_parser("import-bag", help="import execution results from a "
+                                                       "rosbag2 bag (MCAP or SQLite3)"))
+    p.add_argument("path", metavar="PATH", help="bag directory, or a .mcap or .db3 file")
+    p.add_argument("--topic", action="append", default=[], metavar="T",
+                   help="import only this topic (repeatable; default: every topic of an "
+                        "importable type)")
+    p.add_argument("--since", metavar="TIME", help="only messages received at or after TIME "
+                                                   "(bag receive time: seconds or ISO 8601)")
+    p.add_argument("--until", metavar="TIME", help="only messages received before TIME")
+    p.add_argument("--map", metavar="FILE", help="mapping file: other message types onto "
+                                                 "ExecutionResult")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_import_bag)
+
+    p = with_store(verbs.add_parser("export", help="write an evidence bundle: events, facts, "
+                                                   "runs, consultations, SHA256SUMS"))
+    p.add_argument("--out", required=True, metavar="DIR", help="a new or empty directory")
+    with_rule_params(p)
+    p.set_defaults(func=cmd_export)
+
+    p = verbs.add_parser("verify-bundle", help="check a bundle offline: checksums, hash "
+                                               "chain, facts rebuilt byte-equal")
+    p.add_argument("dir", metavar="DIR")
+    p.set_defaults(func=cmd_verify_bundle)
+
+    p = with_store(verbs.add_parser("import-bundle", help="load a bundle into a fresh store "
+                                                          "(same chain, same facts)"),
+                   identity=False)
+    p.add_argument("dir", metavar="DIR")
+    p.set_defaults(func=cmd_import_bundle)
+
+    p = with_store(verbs.add_parser("report", help="what the robot learned, as one "
+                                                   "self-contained HTML file with plots"))
+    p.add_argument("--out", required=True, metavar="FILE", help="e.g. report.html")
+    with_rule_params(p)
+    p.set_defaults(func=cmd_report)
 
     p = verbs.add_parser("bringup", help="start the four nodes (what the launch file starts)")
     p.add_argument("--manifest", required=True)

@@ -193,3 +193,24 @@ def pairs_to_dict(kind: str, pairs: list[tuple[str, float]]) -> dict[str, float]
             raise InvalidRecord(kind, "duplicate_key", f"{kind} key {key!r} appears twice")
         out[key] = value
     return out
+
+
+def record_from_message(msg: Any, fallback_stamp_ns: int) -> ExecutionRecord:
+    """Validate an ExecutionResult-shaped message (an rclpy message, or one decoded from a
+    bag) into a record; InvalidRecord says which field is wrong.
+
+    A zero header stamp means the skill did not stamp it: `fallback_stamp_ns` (the
+    logger's receive time, or the bag's) is used.
+    """
+    stamp = msg.header.stamp
+    stamp_ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec) or fallback_stamp_ns
+    data: dict[str, Any] = {
+        "stamp_ns": stamp_ns, "skill_id": msg.skill_id, "target_class": msg.target_class,
+        "environment": msg.environment, "zone": msg.zone,
+        "parameters": pairs_to_dict("parameters", [(kv.key, kv.value) for kv in msg.parameters]),
+        "observations": pairs_to_dict("observations",
+                                      [(kv.key, kv.value) for kv in msg.observations]),
+        "success": bool(msg.success), "failure_reason": msg.failure_reason,
+        "duration_s": float(msg.duration_s), "intent_id": msg.intent_id, "notes": msg.notes,
+    }
+    return validate_record(data)

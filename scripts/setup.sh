@@ -103,3 +103,6 @@ fi
 # 6. PostgreSQL server binaries for the fleet-store tests (each test run starts its own
 #    server on loopback and removes it).
 bash "$ROOT/scripts/ensure_postgres.sh"
+
+# 7. Headless Chromium for the report's browser test.
+bash "$ROOT/scripts/ensure_chromium.sh"

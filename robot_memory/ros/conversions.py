@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 from builtin_interfaces.msg import Time
 
 from robot_memory.grounding import GroundingRequest
 from robot_memory.msg import ExecutionResult, KeyValue, SemanticFact
-from robot_memory.records import ExecutionRecord, pairs_to_dict, validate_record
+from robot_memory.records import ExecutionRecord, record_from_message
 from robot_memory.store.episodic import FactRow
 
 
@@ -23,21 +22,8 @@ def ns_to_stamp(ns: int) -> Time:
 
 
 def record_from_msg(msg: ExecutionResult, fallback_stamp_ns: int) -> ExecutionRecord:
-    """Validate a message into a record (InvalidRecord says which field is wrong).
-
-    A zero header stamp means the skill did not stamp it: the logger's receive time is used.
-    """
-    stamp_ns = stamp_to_ns(msg.header.stamp) or fallback_stamp_ns
-    data: dict[str, Any] = {
-        "stamp_ns": stamp_ns, "skill_id": msg.skill_id, "target_class": msg.target_class,
-        "environment": msg.environment, "zone": msg.zone,
-        "parameters": pairs_to_dict("parameters", [(kv.key, kv.value) for kv in msg.parameters]),
-        "observations": pairs_to_dict("observations",
-                                      [(kv.key, kv.value) for kv in msg.observations]),
-        "success": bool(msg.success), "failure_reason": msg.failure_reason,
-        "duration_s": float(msg.duration_s), "intent_id": msg.intent_id, "notes": msg.notes,
-    }
-    return validate_record(data)
+    """Validate a message into a record (the same conversion a bag import uses)."""
+    return record_from_message(msg, fallback_stamp_ns)
 
 
 def record_to_msg(record: ExecutionRecord) -> ExecutionResult:

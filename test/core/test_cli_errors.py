@@ -51,8 +51,13 @@ VERB_BASES: dict[str, tuple[list[str], bool]] = {
     "checkpoint": (["checkpoint", *STORE_ARGS, "--key", "{key}", "--witness", "{witness}"],
                    True),
     "db": (["db", "init", "--print-sql", "--db", "postgresql+psycopg://127.0.0.1:1/x"], False),
+    "import-bag": (["import-bag", "{missing}", *STORE_ARGS], False),
+    "export": (["export", *STORE_ARGS, "--out", "{missing}"], True),
+    "verify-bundle": (["verify-bundle", "{missing}"], False),
+    "import-bundle": (["import-bundle", "{missing}", "--db", "{db}"], False),
+    "report": (["report", *STORE_ARGS, "--out", "{missing}"], True),
 }
-TAKES_PARAM = {"consolidate", "replay", "bringup"}
+TAKES_PARAM = {"consolidate", "replay", "bringup", "export", "report"}
 TAKES_MANIFEST = {verb for verb, (args, _) in VERB_BASES.items() if "{manifest}" in args}
 
 
@@ -156,6 +161,12 @@ SPECIFIC_ROWS = [
         STORE, ("127.0.0.1", "connection")),
     Row("db add-robot: identity not a hash", ["db", "add-robot", "--db", "{db}", "--role", "r1",
                                               "--identity", "abc"], INPUT, ("--identity",)),
+    Row("import-bag: no such bag", ["import-bag", "{missing}", *STORE_ARGS], INPUT,
+        ("missing.yaml",)),
+    Row("verify-bundle: no such bundle", ["verify-bundle", "{missing}"], INPUT,
+        ("missing.yaml",)),
+    Row("import-bundle: no such bundle", ["import-bundle", "{missing}", "--db", "{db}"], INPUT,
+        ("missing.yaml",)),
     Row("no verb", [], USAGE, ("verb",)),
     Row("unknown verb", ["no-such-verb"], USAGE, ("no-such-verb",)),
 ]

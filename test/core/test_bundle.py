@@ -142,7 +142,7 @@ def test_cli_export_verify_and_a_failing_verify(tmp_path, db_url, manifest_file)
     assert again.returncode == InputError.exit_code and "not empty" in again.stderr
     other = run("export", "--out", str(tmp_path / "c"), "--db", db_url, "--manifest",
                 str(manifest_file), "--param", "prior_weight=3")
-    assert other.returncode == 2 and "--param" in other.stderr
+    assert other.returncode == InputError.exit_code and "--param" in other.stderr
     assert not (tmp_path / "c").exists()
 
 

@@ -121,6 +121,12 @@ class MemoryStore:
         """A write transaction that holds the store's write lock from its start."""
         return self._writer.begin()
 
+    def write_connection(self) -> Connection:
+        """A connection for one long-lived writer (one thread): each `begin()` on it is a
+        write transaction like `write()`'s, without opening a SQLite connection (PRAGMAs,
+        and a WAL checkpoint on close) per batch. The caller closes it."""
+        return self._writer.connect()
+
     def partition(self, identity_hash: str) -> Partition:
         return Partition(self, identity_hash)
 

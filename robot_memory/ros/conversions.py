@@ -22,21 +22,28 @@ def ns_to_stamp(ns: int) -> Time:
     return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
 
 
-def record_from_msg(msg: ExecutionResult, fallback_stamp_ns: int) -> ExecutionRecord:
-    """Validate a message into a record (InvalidRecord says which field is wrong).
-
-    A zero header stamp means the skill did not stamp it: the logger's receive time is used.
-    """
-    stamp_ns = stamp_to_ns(msg.header.stamp) or fallback_stamp_ns
-    data: dict[str, Any] = {
-        "stamp_ns": stamp_ns, "skill_id": msg.skill_id, "target_class": msg.target_class,
-        "environment": msg.environment, "zone": msg.zone,
+def result_fields(msg: ExecutionResult) -> dict[str, Any]:
+    """The message's fields as plain data for validation (InvalidRecord on a duplicate
+    key). A zero header stamp (the skill did not stamp it) stays 0: the caller puts its
+    receive time there."""
+    return {
+        "stamp_ns": stamp_to_ns(msg.header.stamp), "skill_id": msg.skill_id,
+        "target_class": msg.target_class, "environment": msg.environment, "zone": msg.zone,
         "parameters": pairs_to_dict("parameters", [(kv.key, kv.value) for kv in msg.parameters]),
         "observations": pairs_to_dict("observations",
                                       [(kv.key, kv.value) for kv in msg.observations]),
         "success": bool(msg.success), "failure_reason": msg.failure_reason,
         "duration_s": float(msg.duration_s), "intent_id": msg.intent_id, "notes": msg.notes,
     }
+
+
+def record_from_msg(msg: ExecutionResult, fallback_stamp_ns: int) -> ExecutionRecord:
+    """Validate a message into a record (InvalidRecord says which field is wrong).
+
+    A zero header stamp means the skill did not stamp it: `fallback_stamp_ns` is used.
+    """
+    data = result_fields(msg)
+    data["stamp_ns"] = data["stamp_ns"] or fallback_stamp_ns
     return validate_record(data)
 
 

@@ -39,6 +39,7 @@ from robot_memory.store import MemoryStore
 from robot_memory.store.size import MB, store_size_bytes
 
 DEFAULT_TOPIC = "execution_results"
+DRAIN_AT_MOST = 1000  # results taken per callback, so timers and services still get a turn
 
 
 def results_qos(depth: int) -> QoSProfile:
@@ -57,6 +58,7 @@ class EpisodicLogger(ManagedMemoryNode):
         self.guard = GrowthGuard(self.params["growth_limit_mb"], self.params["hard_limit_mb"])
         self.store: MemoryStore | None = None
         self.ingest: Ingest | None = None
+        self._result_subscriptions: dict = {}
         # Counts of earlier activations (an Ingest lives from activate to deactivate).
         self._before = Counter()
         self._before_rejected: Counter[str] = Counter()
@@ -79,13 +81,16 @@ class EpisodicLogger(ManagedMemoryNode):
         qos = results_qos(self.params["history_depth"])
         for topic in self.topics:
             events = SubscriptionEventCallbacks(message_lost=self.on_message_lost)
-            self.active_entities.append(self.create_subscription(
+            subscription = self.create_subscription(
                 ExecutionResult, topic, lambda msg, t=topic: self.on_execution_result(msg, t),
-                qos, event_callbacks=events))
+                qos, event_callbacks=events)
+            self._result_subscriptions[topic] = subscription
+            self.active_entities.append(subscription)
         self.get_logger().info(f"logging execution results from {self.topics} and the "
                                "record_event service")
 
     def stop(self) -> None:
+        self._result_subscriptions.clear()
         self.close()
 
     def close(self) -> None:
@@ -124,6 +129,21 @@ class EpisodicLogger(ManagedMemoryNode):
         ingest = self.ingest
         if ingest is None:
             return
+        self._accept(ingest, msg, topic)
+        # Take what else has arrived here, without going back to the executor: rclpy
+        # rebuilds its whole wait set for every message it hands out, which cost far more
+        # than the message itself (see bench.ingest).
+        subscription = self._result_subscriptions.get(topic)
+        if subscription is None:
+            return
+        with subscription.handle:
+            for _ in range(DRAIN_AT_MOST):
+                taken = subscription.handle.take_message(subscription.msg_type, False)
+                if taken is None:
+                    return
+                self._accept(ingest, taken[0], topic)
+
+    def _accept(self, ingest: Ingest, msg: ExecutionResult, topic: str) -> None:
         try:
             record = self._take(ingest, msg, topic)
         except Refused:

@@ -5,7 +5,7 @@ touch ROS itself).
         waits until N subscriptions match, publishes R results/s for S s on a fixed
         schedule (intent_id T), prints {"sent": n} as JSON.
     python -m bench.ingest_peers noop --out FILE
-        the baseline: a do-nothing subscriber with the logger's QoS, on a
+        the baseline: a do-nothing subscriber with the logger's reader QoS, on a
         SingleThreadedExecutor; also keeps the logger's last /diagnostics status. Writes
         {"received": {tag: n}, "logger_diagnostics": {...}} to FILE every 0.2 s.
     python -m bench.ingest_peers ground --rate R
@@ -27,7 +27,13 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from bench.load_publisher import result_message
 from bench.stores import KeySpace
 from robot_memory.msg import ExecutionResult
-from robot_memory.ros.qos import DIAGNOSTICS_QOS, EXECUTION_RESULTS_QOS
+from robot_memory.parameters import node_defaults
+from robot_memory.ros.qos import (DIAGNOSTICS_QOS, EXECUTION_RESULTS_QOS,
+                                  execution_results_reader_qos)
+
+# The baseline reads with the logger's own reader QoS (its defaults).
+LOGGER = node_defaults("episodic_logger")
+READER_QOS = execution_results_reader_qos(LOGGER["history_depth"], LOGGER["keep_all_history"])
 from robot_memory.srv import GroundingQuery
 
 
@@ -77,8 +83,7 @@ def noop(args) -> None:
             json.dump({"received": dict(received), "logger_diagnostics": diagnostics}, handle)
         os.replace(tmp, args.out)
 
-    node.create_subscription(ExecutionResult, "execution_results", on_result,
-                             EXECUTION_RESULTS_QOS)
+    node.create_subscription(ExecutionResult, "execution_results", on_result, READER_QOS)
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, DIAGNOSTICS_QOS)
     node.create_timer(0.2, dump)
     spin(node)

@@ -20,7 +20,6 @@ from collections import Counter
 
 from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import QoSMessageLostInfo, SubscriptionEventCallbacks
-from rclpy.qos import QoSProfile
 from rclpy.task import Future as RosFuture
 
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
@@ -32,7 +31,7 @@ from robot_memory.ros.conversions import result_fields
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
-from robot_memory.ros.qos import EXECUTION_RESULTS_QOS
+from robot_memory.ros.qos import execution_results_reader_qos
 from robot_memory.ros.spin import run_node
 from robot_memory.srv import RecordEvent
 from robot_memory.store import MemoryStore
@@ -40,13 +39,6 @@ from robot_memory.store.size import MB, store_size_bytes
 
 DEFAULT_TOPIC = "execution_results"
 DRAIN_AT_MOST = 1000  # results taken per callback, so timers and services still get a turn
-
-
-def results_qos(depth: int) -> QoSProfile:
-    """The result topics' profile with the reader history depth of `history_depth`."""
-    return QoSProfile(depth=depth, history=EXECUTION_RESULTS_QOS.history,
-                      reliability=EXECUTION_RESULTS_QOS.reliability,
-                      durability=EXECUTION_RESULTS_QOS.durability)
 
 
 class EpisodicLogger(ManagedMemoryNode):
@@ -78,7 +70,8 @@ class EpisodicLogger(ManagedMemoryNode):
             size_of=lambda: store_size_bytes(store),
             measure_period_s=self.params["diagnostics_period_s"], log=self._log,
             now_ns=lambda: self.get_clock().now().nanoseconds)
-        qos = results_qos(self.params["history_depth"])
+        qos = execution_results_reader_qos(self.params["history_depth"],
+                                           self.params["keep_all_history"])
         for topic in self.topics:
             events = SubscriptionEventCallbacks(message_lost=self.on_message_lost)
             subscription = self.create_subscription(
@@ -237,8 +230,10 @@ class EpisodicLogger(ManagedMemoryNode):
                   "memory_integrity_status": self.gate.state_name,
                   "ingest_rate_per_s": round(rate, 1), "queue_depth": pending,
                   "pending": pending, "rejected_total": sum(rejected.values()),
-                  "lost_total": sum(lost.values()), "history_depth":
-                  self.params["history_depth"], "store_size_mb": round(store_size / MB, 3),
+                  "lost_total": sum(lost.values()),
+                  "history": ("keep_all" if self.params["keep_all_history"] else
+                              f"keep_last {self.params['history_depth']}"),
+                  "store_size_mb": round(store_size / MB, 3),
                   "growth_state": growth_state, "identity_hash": self.gate.identity_hash or ""}
         values.update({f"rejected.{reason}": n for reason, n in rejected.items()})
         self.diagnostics.publish(level, message, values)

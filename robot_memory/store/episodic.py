@@ -76,6 +76,16 @@ def event_digest(prev_hash: str, identity_hash: str, seq: int, kind: str, stamp_
     return sha256_hex(prev_hash + body)
 
 
+def _digest_of_canonical(prev_hash: str, identity_hash: str, seq: int, kind: str,
+                         stamp_ns: int, payload_json: str) -> str:
+    """event_digest for a payload_json that is canonical already (as append writes it):
+    the same bytes, composed in key order, without parsing the payload back."""
+    body = (f'{{"identity_hash":{canonical_json(identity_hash)},"kind":{canonical_json(kind)},'
+            f'"payload":{payload_json},"seq":{canonical_json(seq)},'
+            f'"stamp_ns":{canonical_json(stamp_ns)}}}')
+    return sha256_hex(prev_hash + body)
+
+
 def _event_from_row(row) -> StoredEvent:
     return StoredEvent(row.id, row.seq, row.kind, row.stamp_ns, json.loads(row.payload_json),
                        row.prev_hash, row.event_hash)
@@ -162,8 +172,8 @@ class Partition:
         for item in new_events:
             seq += 1
             payload_json = canonical_json(item.payload)
-            digest = event_digest(prev, self.identity_hash, seq, item.kind, item.stamp_ns,
-                                  payload_json)
+            digest = _digest_of_canonical(prev, self.identity_hash, seq, item.kind,
+                                          item.stamp_ns, payload_json)
             rows.append({"identity_hash": self.identity_hash, "seq": seq, "kind": item.kind,
                          "stamp_ns": int(item.stamp_ns), "payload_json": payload_json,
                          "prev_hash": prev, "event_hash": digest})

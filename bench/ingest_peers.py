@@ -52,6 +52,7 @@ def publish(args) -> None:
     messages = [result_message(args.start + i, keys) for i in range(total)]
     for msg in messages:
         msg.intent_id = args.tag
+    print("publishing", flush=True)
     period, started = 1.0 / args.rate, time.monotonic()
     for sent, msg in enumerate(messages, start=1):
         publisher.publish(msg)

@@ -3,7 +3,8 @@
 A lifecycle node over `robot_memory.ingest.Ingest`, which holds the queue, the writer
 thread and the counts. While active it subscribes to `execution_results` (and
 `result_topics`); the callback only converts, validates and queues, so a single-threaded
-executor keeps up with the topic and the writer thread does all the I/O. `record_event`
+executor keeps up with the topic and the writer thread does all the I/O. The results
+are taken by a timer (`intake_period_s`) rather than one callback per message. `record_event`
 exists from startup: it answers `inactive` with the reason until the node is active,
 then only once its event is committed (an async callback, so waiting for the commit
 never holds up the subscriptions). Whatever is not stored is counted by cause (invalid
@@ -18,6 +19,7 @@ import sys
 import time
 from collections import Counter
 
+from rclpy.callback_groups import CallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import QoSMessageLostInfo, SubscriptionEventCallbacks
 from rclpy.task import Future as RosFuture
@@ -38,7 +40,23 @@ from robot_memory.store import MemoryStore
 from robot_memory.store.size import MB, store_size_bytes
 
 DEFAULT_TOPIC = "execution_results"
-DRAIN_AT_MOST = 1000  # results taken per callback, so timers and services still get a turn
+TAKE_AT_MOST = 5000  # results taken per topic and tick, so services still get a turn
+
+
+class TakenByTimer(CallbackGroup):
+    """A callback group the executor never runs. rclpy rebuilds its whole wait set for
+    every callback it hands out, which costs far more than a result itself; the result
+    subscriptions sit in this group, out of the wait set, and the intake timer takes
+    whatever has arrived on them: one wake-up per period, not one per result."""
+
+    def can_execute(self, entity) -> bool:
+        return False
+
+    def beginning_execution(self, entity) -> bool:
+        return False
+
+    def ending_execution(self, entity) -> None:
+        pass
 
 
 class EpisodicLogger(ManagedMemoryNode):
@@ -50,6 +68,7 @@ class EpisodicLogger(ManagedMemoryNode):
         self.guard = GrowthGuard(self.params["growth_limit_mb"], self.params["hard_limit_mb"])
         self.store: MemoryStore | None = None
         self.ingest: Ingest | None = None
+        self._taken_by_timer = TakenByTimer()
         self._result_subscriptions: dict = {}
         # Counts of earlier activations (an Ingest lives from activate to deactivate).
         self._before = Counter()
@@ -76,9 +95,15 @@ class EpisodicLogger(ManagedMemoryNode):
             events = SubscriptionEventCallbacks(message_lost=self.on_message_lost)
             subscription = self.create_subscription(
                 ExecutionResult, topic, lambda msg, t=topic: self.on_execution_result(msg, t),
-                qos, event_callbacks=events)
+                qos, callback_group=self._taken_by_timer, event_callbacks=events)
+            for handler in subscription.event_handlers:  # these the executor does run
+                handler.callback_group = self.default_callback_group
+                self.default_callback_group.add_entity(handler)
             self._result_subscriptions[topic] = subscription
             self.active_entities.append(subscription)
+        self.active_entities.append(self.create_timer(
+            self.params["intake_period_s"], self.take_arrived,
+            clock=Clock(clock_type=ClockType.STEADY_TIME)))
         self.get_logger().info(f"logging execution results from {self.topics} and the "
                                "record_event service")
 
@@ -118,25 +143,20 @@ class EpisodicLogger(ManagedMemoryNode):
             self.get_logger().warning(text)
         raise refused
 
+    def take_arrived(self) -> None:
+        """The intake timer: take every result that has arrived, topic by topic."""
+        for topic, subscription in list(self._result_subscriptions.items()):
+            with subscription.handle:
+                for _ in range(TAKE_AT_MOST):
+                    taken = subscription.handle.take_message(subscription.msg_type, False)
+                    if taken is None:
+                        break
+                    self.on_execution_result(taken[0], topic)
+
     def on_execution_result(self, msg: ExecutionResult, topic: str) -> None:
         ingest = self.ingest
         if ingest is None:
             return
-        self._accept(ingest, msg, topic)
-        # Take what else has arrived here, without going back to the executor: rclpy
-        # rebuilds its whole wait set for every message it hands out, which cost far more
-        # than the message itself (see bench.ingest).
-        subscription = self._result_subscriptions.get(topic)
-        if subscription is None:
-            return
-        with subscription.handle:
-            for _ in range(DRAIN_AT_MOST):
-                taken = subscription.handle.take_message(subscription.msg_type, False)
-                if taken is None:
-                    return
-                self._accept(ingest, taken[0], topic)
-
-    def _accept(self, ingest: Ingest, msg: ExecutionResult, topic: str) -> None:
         try:
             record = self._take(ingest, msg, topic)
         except Refused:

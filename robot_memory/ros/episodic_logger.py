@@ -46,8 +46,9 @@ TAKE_AT_MOST = 5000  # results taken per topic and tick, so services still get a
 class TakenByTimer(CallbackGroup):
     """A callback group the executor never runs. rclpy rebuilds its whole wait set for
     every callback it hands out, which costs far more than a result itself; the result
-    subscriptions sit in this group, out of the wait set, and the intake timer takes
-    whatever has arrived on them: one wake-up per period, not one per result."""
+    subscriptions (and their message-lost events) sit in this group, out of the wait
+    set, and the intake timer takes whatever has arrived on them: one wake-up per
+    period, not one per result."""
 
     def can_execute(self, entity) -> bool:
         return False
@@ -69,6 +70,7 @@ class EpisodicLogger(ManagedMemoryNode):
         self.store: MemoryStore | None = None
         self.ingest: Ingest | None = None
         self._taken_by_timer = TakenByTimer()
+        self._lost_events: dict = {}
         self._result_subscriptions: dict = {}
         # Counts of earlier activations (an Ingest lives from activate to deactivate).
         self._before = Counter()
@@ -92,13 +94,12 @@ class EpisodicLogger(ManagedMemoryNode):
         qos = execution_results_reader_qos(self.params["history_depth"],
                                            self.params["keep_all_history"])
         for topic in self.topics:
-            events = SubscriptionEventCallbacks(message_lost=self.on_message_lost)
+            events = SubscriptionEventCallbacks(message_lost=self.on_message_lost,
+                                                use_default_callbacks=False)
             subscription = self.create_subscription(
                 ExecutionResult, topic, lambda msg, t=topic: self.on_execution_result(msg, t),
                 qos, callback_group=self._taken_by_timer, event_callbacks=events)
-            for handler in subscription.event_handlers:  # these the executor does run
-                handler.callback_group = self.default_callback_group
-                self.default_callback_group.add_entity(handler)
+            self._lost_events[topic] = subscription.event_handlers
             self._result_subscriptions[topic] = subscription
             self.active_entities.append(subscription)
         self.active_entities.append(self.create_timer(
@@ -109,6 +110,7 @@ class EpisodicLogger(ManagedMemoryNode):
 
     def stop(self) -> None:
         self._result_subscriptions.clear()
+        self._lost_events.clear()
         self.close()
 
     def close(self) -> None:
@@ -144,7 +146,10 @@ class EpisodicLogger(ManagedMemoryNode):
         raise refused
 
     def take_arrived(self) -> None:
-        """The intake timer: take every result that has arrived, topic by topic."""
+        """The intake timer: take every result that has arrived, topic by topic, and any
+        message-lost report. Those event handlers are polled here too: in the executor's
+        wait set, every arriving message woke it (the subscription's DDS listener
+        signals them), which cost about as much as taking the message."""
         for topic, subscription in list(self._result_subscriptions.items()):
             with subscription.handle:
                 for _ in range(TAKE_AT_MOST):
@@ -152,6 +157,11 @@ class EpisodicLogger(ManagedMemoryNode):
                     if taken is None:
                         break
                     self.on_execution_result(taken[0], topic)
+            for handler in self._lost_events.get(topic, ()):
+                handler._ready_to_take_data = True  # rclpy offers no public poll
+                info = handler.take_data()
+                if info is not None and info.total_count_change > 0:
+                    self.on_message_lost(info)
 
     def on_execution_result(self, msg: ExecutionResult, topic: str) -> None:
         ingest = self.ingest

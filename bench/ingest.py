@@ -131,7 +131,8 @@ def one_rate(rate: int, seconds: float, url: str, noop_file: Path, logger: psuti
          "--seconds", str(seconds), "--tag", tag, "--start", str(start)],
         stdout=subprocess.PIPE, stderr=log, text=True)
     if publisher.stdout.readline().strip() != "publishing":
-        raise RuntimeError(f"the publisher did not start (exit {publisher.wait()})")
+        stop_helper(publisher)
+        raise RuntimeError(f"the publisher did not start (exit {publisher.returncode})")
     started, cpu_start, noop_cpu_start = time.monotonic(), cpu_seconds(logger), cpu_seconds(noop)
     cpu_seen = {}
 
@@ -140,8 +141,10 @@ def one_rate(rate: int, seconds: float, url: str, noop_file: Path, logger: psuti
         cpu_seen.setdefault(n, (cpu_seconds(logger), cpu_seconds(noop)))
         return n
 
-    sent = json.loads(publisher.stdout.readline())
-    publisher.wait(60)
+    try:
+        sent = json.loads(publisher.stdout.readline())
+    finally:
+        stop_helper(publisher, grace_s=60.0)
     total, last_growth = settle(stored_now)
     stored = total - stored_before
     cpu, noop_cpu = (c - s for c, s in zip(cpu_seen[total], (cpu_start, noop_cpu_start)))

@@ -73,7 +73,7 @@ def noop(args) -> None:
 
     def on_diagnostics(msg: DiagnosticArray) -> None:
         for status in msg.status:
-            if status.name.endswith("episodic_logger"):
+            if status.hardware_id == "/episodic_logger":  # this run's logger only
                 diagnostics.clear()
                 diagnostics.update({kv.key: kv.value for kv in status.values},
                                    level=str(status.level[0]), message=status.message)

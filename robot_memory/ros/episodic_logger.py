@@ -2,15 +2,14 @@
 
 A lifecycle node over `robot_memory.ingest.Ingest`, which holds the queue, the writer
 thread and the counts. While active it subscribes to `execution_results` (and
-`result_topics`); the callback only converts, validates and queues, so a single-threaded
-executor keeps up with the topic and the writer thread does all the I/O. The results
-are taken by a timer (`intake_period_s`) rather than one callback per message. `record_event`
-exists from startup: it answers `inactive` with the reason until the node is active,
-then only once its event is committed (an async callback, so waiting for the commit
-never holds up the subscriptions). Whatever is not stored is counted by cause (invalid
-reasons, privacy, store_full, backlog_full, store_error, and dds_lost from the
-subscriptions' message-lost event) and shown on /diagnostics, WARN when anything was
-lost.
+`result_topics`); a timer (`intake_period_s`) takes whatever has arrived, converts,
+validates and queues it, so one single-threaded executor keeps up with the topics and
+the writer thread does all the I/O. `record_event` exists from startup: it answers
+`inactive` with the reason until the node is active, then only once its event is
+committed (an async callback, so waiting for the commit never holds up the topics).
+Whatever is not stored is counted by cause (validation reasons, privacy, store_full,
+backlog_full, store_error, and dds_lost from the subscriptions' message-lost event) and
+shown on /diagnostics, WARN when anything was lost.
 """
 
 from __future__ import annotations

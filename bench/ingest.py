@@ -76,12 +76,11 @@ def read_json(path: Path) -> dict:
         return {}
 
 
-def count_stored(url: str) -> int:
-    store = MemoryStore(url)
-    try:
-        return store.partition(IDENTITY).count_events(EXECUTION_RESULT)
-    finally:
-        store.close()
+def store_counter(url: str):
+    """count() -> execution results stored so far, on one store handle (opening a store
+    per poll is slow enough to blur when the last result arrived)."""
+    partition = MemoryStore(url).partition(IDENTITY)
+    return lambda: partition.count_events(EXECUTION_RESULT)
 
 
 def losses(diagnostics: dict) -> dict[str, int]:
@@ -118,13 +117,13 @@ def rss_mb(processes: dict[str, psutil.Process]) -> dict[str, float]:
     return out
 
 
-def one_rate(rate: int, seconds: float, url: str, noop_file: Path, logger: psutil.Process,
+def one_rate(rate: int, seconds: float, count_stored, noop_file: Path, logger: psutil.Process,
              noop: psutil.Process, start: int, log) -> dict:
     """One rate: publish, wait until the store stops growing, count. The logger's CPU is
     read when publishing starts and whenever the store grows, so the figure covers the
     work for these results and not the quiet wait after them."""
     tag = f"rate_{rate}"
-    stored_before = count_stored(url)
+    stored_before = count_stored()
     lost_before = losses(read_json(noop_file).get("logger_diagnostics", {}))
     publisher = subprocess.Popen(
         [sys.executable, "-m", "bench.ingest_peers", "publish", "--rate", str(rate),
@@ -137,7 +136,7 @@ def one_rate(rate: int, seconds: float, url: str, noop_file: Path, logger: psuti
     cpu_seen = {}
 
     def stored_now() -> int:
-        n = count_stored(url)
+        n = count_stored()
         cpu_seen.setdefault(n, (cpu_seconds(logger), cpu_seconds(noop)))
         return n
 
@@ -162,7 +161,9 @@ def one_rate(rate: int, seconds: float, url: str, noop_file: Path, logger: psuti
             "seconds_until_all_stored": round(busy_s, 2),
             "logger_cpu_s": round(cpu, 3),
             "logger_cpu_s_per_1000_stored": round(cpu / stored * 1000, 3) if stored else None,
-            "logger_cores": round(cpu / busy_s, 3),
+            # the writer is done within a flush period of the last result: CPU over the
+            # publishing time is the share of a core the stream took
+            "logger_cores": round(cpu / sent["seconds"], 3),
             "noop_cpu_s_per_1000_received":
                 round(noop_cpu / received * 1000, 3) if received else None,
             "logger_vs_noop_cpu": round(cpu / noop_cpu, 2) if noop_cpu > 0 else None}
@@ -181,10 +182,11 @@ def run_mode(mode: str, rates: list[int], seconds: float, scratch: Path) -> dict
             logger, noop = logger_process(stack), psutil.Process(helpers["noop"].pid)
             processes = {name: psutil.Process(p.pid) for name, p in stack.processes.items()}
             processes.update({name: psutil.Process(p.pid) for name, p in helpers.items()})
-            per_rate, start = [], 0
+            per_rate, start, count_stored = [], 0, store_counter(url)
             for rate in rates:
                 print(f"  {mode}: {rate}/s for {seconds} s", flush=True)
-                result = one_rate(rate, seconds, url, noop_file, logger, noop, start, log)
+                result = one_rate(rate, seconds, count_stored, noop_file, logger, noop,
+                                  start, log)
                 result["rss_mb"] = rss_mb(processes)
                 per_rate.append(result)
                 start += result["sent"]

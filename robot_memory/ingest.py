@@ -96,6 +96,7 @@ class Ingest:
         self._cond = threading.Condition()
         self._next_seq = 0
         self._in_flight: int | None = None  # seq of the first item being written
+        self._in_flight_count = 0
         self._acks_waiting = 0
         self._flush_requested = False
         self._stopping = False
@@ -135,7 +136,7 @@ class Ingest:
         already holds `max_pending` unwritten events."""
         event = NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns)
         with self._cond:
-            if len(self._queue) >= self.max_pending:
+            if self.pending >= self.max_pending:
                 self.rejected["backlog_full"] += 1
                 return False
             self.accepted += 1
@@ -174,7 +175,8 @@ class Ingest:
     # -- state ------------------------------------------------------------------------
     @property
     def pending(self) -> int:
-        return len(self._queue)
+        """Events not yet written: queued, or in a transaction that has not committed."""
+        return len(self._queue) + self._in_flight_count
 
     @property
     def lost(self) -> dict[str, int]:
@@ -217,18 +219,30 @@ class Ingest:
         lost = sum(1 for item in left if item.counted)
         if lost:
             self.rejected["store_error"] += lost
-            self._log("error", f"{lost} accepted results could not be written before "
+            self._say("error", f"{lost} accepted results could not be written before "
                                f"shutdown: {self.last_error or 'writer did not finish'}")
 
     # -- the writer thread ------------------------------------------------------------
     def _run(self) -> None:
         try:
-            while self._step():
-                pass
+            while True:
+                try:
+                    if not self._step():
+                        break
+                except Exception as exc:  # a bug here must not stop the writing; say it
+                    self.last_error = f"writer: {exc}"
+                    _default_log("error", f"ingest writer: {exc!r}")
+                    time.sleep(self._retry_period)
         finally:
             self._close_connection()
             with self._cond:
                 self._cond.notify_all()
+
+    def _say(self, level: str, text: str) -> None:
+        try:
+            self._log(level, text)
+        except Exception:  # a failing log sink must not stop the writer
+            _default_log(level, text)
 
     def _step(self) -> bool:
         """Wait for work, write one batch; False when the writer should end."""
@@ -241,11 +255,12 @@ class Ingest:
             batch = [self._queue.popleft()
                      for _ in range(min(len(self._queue), self._max_batch))]
             self._in_flight = batch[0].seq if batch else None
+            self._in_flight_count = len(batch)
         if batch and not self._write(batch):
             kept = [item for item in batch if item.ack is None]
             with self._cond:  # back to the front, in order; retry after a pause
                 self._queue.extendleft(reversed(kept))
-                self._in_flight = None
+                self._in_flight, self._in_flight_count = None, 0
                 self._cond.notify_all()
                 self._cond.wait_for(lambda: self._stopping and
                                     time.monotonic() > self._close_deadline,
@@ -263,7 +278,7 @@ class Ingest:
             self._close_connection()  # a broken connection is not reused
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if message != self.last_error:
-                self._log("error", f"store write failed, {len(batch)} events kept "
+                self._say("error", f"store write failed, {len(batch)} events kept "
                                    f"pending: {message}")
             self.last_error = message
             with self._cond:
@@ -275,7 +290,7 @@ class Ingest:
             return False
         with self._cond:
             self.written += sum(1 for item in batch if item.counted)
-            self._in_flight = None
+            self._in_flight, self._in_flight_count = None, 0
             self.last_error = ""
             for item, event in zip(batch, stored):
                 if item.ack is not None:
@@ -307,11 +322,11 @@ class Ingest:
         try:
             self.store_size = self._size_of()
         except Exception as exc:  # keep going on the last known size
-            self._log("warning", f"cannot measure the store: {exc}")
+            self._say("warning", f"cannot measure the store: {exc}")
             return
         state = self._guard.state(self.store_size)
         if state != self.growth_state and state != GROWTH_OK:
-            self._log("warning", self._guard.describe(self.store_size))
+            self._say("warning", self._guard.describe(self.store_size))
         self.growth_state = state
 
 

@@ -217,7 +217,13 @@ class EpisodicLogger(ManagedMemoryNode):
         return ack.result()
 
     def _log(self, level: str, text: str) -> None:
-        getattr(self.get_logger(), level)(text)
+        # One call site per severity: rclpy refuses a second severity from the same line.
+        if level == "error":
+            self.get_logger().error(text)
+        elif level == "warning":
+            self.get_logger().warning(text)
+        else:
+            self.get_logger().info(text)
 
     # -- status -----------------------------------------------------------------------
     def _counts(self) -> tuple[int, int, int, Counter[str]]:

@@ -19,9 +19,10 @@ reads). `str(error)` is the one line the command line prints.
     │   ├── witness.WitnessError                  a signing key or witness file unusable
     │   ├── store.roles.RoleError                 a role name or identity the fleet store refuses
     │   ├── consolidation.rules.SkipRecord        (internal: a rule skips a record)
-    │   └── ros.episodic_logger.Refused           (internal: a result the logger refused)
+    │   └── ingest.Refused                        (internal: a result the logger refused)
     ├── StoreFailure                      exit 4  the store cannot be opened or read
     │   ├── store.StoreError                      (bad URL, no driver, no server, schema)
+    │   ├── ingest.StoreWriteFailed               (an acknowledged write's transaction failed)
     │   ├── StoreLocked                   exit 5  another connection holds the lock
     │   └── StoreIntegrityError           exit 6  the file or a chain cannot be trusted
     │       ├── store.integrity.StoreCorrupted

@@ -195,17 +195,14 @@ def pairs_to_dict(kind: str, pairs: list[tuple[str, float]]) -> dict[str, float]
     return out
 
 
-def record_from_message(msg: Any, fallback_stamp_ns: int) -> ExecutionRecord:
-    """Validate an ExecutionResult-shaped message (an rclpy message, or one decoded from a
-    bag) into a record; InvalidRecord says which field is wrong.
-
-    A zero header stamp means the skill did not stamp it: `fallback_stamp_ns` (the
-    logger's receive time, or the bag's) is used.
-    """
+def message_fields(msg: Any) -> dict[str, Any]:
+    """An ExecutionResult-shaped message's fields as plain data for `validate_record`
+    (InvalidRecord on a duplicate key). An unstamped header gives stamp_ns 0: the caller
+    puts its receive time there."""
     stamp = msg.header.stamp
-    stamp_ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec) or fallback_stamp_ns
-    data: dict[str, Any] = {
-        "stamp_ns": stamp_ns, "skill_id": msg.skill_id, "target_class": msg.target_class,
+    return {
+        "stamp_ns": int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec),
+        "skill_id": msg.skill_id, "target_class": msg.target_class,
         "environment": msg.environment, "zone": msg.zone,
         "parameters": pairs_to_dict("parameters", [(kv.key, kv.value) for kv in msg.parameters]),
         "observations": pairs_to_dict("observations",
@@ -213,4 +210,15 @@ def record_from_message(msg: Any, fallback_stamp_ns: int) -> ExecutionRecord:
         "success": bool(msg.success), "failure_reason": msg.failure_reason,
         "duration_s": float(msg.duration_s), "intent_id": msg.intent_id, "notes": msg.notes,
     }
+
+
+def record_from_message(msg: Any, fallback_stamp_ns: int) -> ExecutionRecord:
+    """Validate an ExecutionResult-shaped message (an rclpy message, or one decoded from a
+    bag) into a record; InvalidRecord says which field is wrong.
+
+    A zero header stamp means the skill did not stamp it: `fallback_stamp_ns` (the
+    logger's receive time, or the bag's) is used.
+    """
+    data = message_fields(msg)
+    data["stamp_ns"] = data["stamp_ns"] or fallback_stamp_ns
     return validate_record(data)

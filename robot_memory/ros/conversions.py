@@ -9,7 +9,7 @@ from builtin_interfaces.msg import Time
 
 from robot_memory.grounding import GroundingRequest
 from robot_memory.msg import ExecutionResult, KeyValue, SemanticFact
-from robot_memory.records import ExecutionRecord, record_from_message
+from robot_memory.records import ExecutionRecord, message_fields, record_from_message
 from robot_memory.store.episodic import FactRow
 
 
@@ -24,6 +24,10 @@ def ns_to_stamp(ns: int) -> Time:
 def record_from_msg(msg: ExecutionResult, fallback_stamp_ns: int) -> ExecutionRecord:
     """Validate a message into a record (the same conversion a bag import uses)."""
     return record_from_message(msg, fallback_stamp_ns)
+
+
+# The logger validates on its writer thread: it takes only the plain fields here.
+result_fields = message_fields
 
 
 def record_to_msg(record: ExecutionRecord) -> ExecutionResult:

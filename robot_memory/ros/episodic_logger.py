@@ -1,52 +1,62 @@
 """episodic_logger: append skills' execution results to the verified identity's log.
 
-A lifecycle node: subscribes to `execution_results` (and `result_topics`) and serves
-`record_event` only while active. Each message is validated in the callback; accepted
-records are written in one transaction per flush period; rejected ones are logged with
-the field and reason and counted on /diagnostics. A privacy rejection is also logged
-as a `privacy_rejection` event naming the field and category, never the value.
-`record_event` (RecordEvent) answers only once its event is committed. A store error
-never loses accepted records: they stay pending and the next flush retries. Past the
-growth guard's hard limit new results are refused, loudly.
+A lifecycle node over `robot_memory.ingest.Ingest`, which holds the queue, the writer
+thread and the counts. While active it subscribes to `execution_results` (and
+`result_topics`); a timer (`intake_period_s`) takes whatever has arrived, converts,
+validates and queues it, so one single-threaded executor keeps up with the topics and
+the writer thread does all the I/O. `record_event` exists from startup: it answers
+`inactive` with the reason until the node is active, then only once its event is
+committed (an async callback, so waiting for the commit never holds up the topics).
+Whatever is not stored is counted by cause (validation reasons, privacy, store_full,
+backlog_full, store_error, and dds_lost from the subscriptions' message-lost event) and
+shown on /diagnostics, WARN when anything was lost.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from collections import Counter
 
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.callback_groups import CallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.event_handler import QoSMessageLostInfo, SubscriptionEventCallbacks
+from rclpy.task import Future as RosFuture
 
-from robot_memory.errors import InputError
-from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
-from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
+from robot_memory.growth import OK as GROWTH_OK
+from robot_memory.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteFailed
 from robot_memory.msg import ExecutionResult
-from robot_memory.records import ExecutionRecord, InvalidRecord
-from robot_memory.ros.conversions import record_from_msg
+from robot_memory.records import InvalidRecord
+from robot_memory.ros.conversions import result_fields
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
-from robot_memory.ros.qos import EXECUTION_RESULTS_QOS
+from robot_memory.ros.qos import execution_results_reader_qos
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.srv import RecordEvent
-from robot_memory.store import MemoryStore, NewEvent
+from robot_memory.store import MemoryStore
 from robot_memory.store.size import MB, store_size_bytes
 
 DEFAULT_TOPIC = "execution_results"
-PRIVACY_PREFIX = "privacy_"
+TAKE_AT_MOST = 5000  # results taken per topic and tick, so services still get a turn
 
 
-class Refused(InputError):
-    """A result not taken: `code` is RecordEvent's reason code, `reason` the count key."""
+class TakenByTimer(CallbackGroup):
+    """A callback group the executor never runs. rclpy rebuilds its whole wait set for
+    every callback it hands out, which costs far more than a result itself; the result
+    subscriptions (and their message-lost events) sit in this group, out of the wait
+    set, and the intake timer takes whatever has arrived on them: one wake-up per
+    period, not one per result."""
 
-    def __init__(self, code: str, reason: str, detail: str):
-        super().__init__(detail)
-        self.code, self.reason, self.detail = code, reason, detail
+    def can_execute(self, entity) -> bool:
+        return False
+
+    def beginning_execution(self, entity) -> bool:
+        return False
+
+    def ending_execution(self, entity) -> None:
+        pass
 
 
 class EpisodicLogger(ManagedMemoryNode):
@@ -56,206 +66,217 @@ class EpisodicLogger(ManagedMemoryNode):
         self.topics = [DEFAULT_TOPIC] + [t for t in self.params["result_topics"]
                                          if t != DEFAULT_TOPIC]
         self.guard = GrowthGuard(self.params["growth_limit_mb"], self.params["hard_limit_mb"])
-        self.partition = None
-        self._pending: list[NewEvent] = []
-        self._lock = threading.Lock()
-        self.accepted = 0
-        self.written = 0
+        self.store: MemoryStore | None = None
+        self.ingest: Ingest | None = None
+        self._taken_by_timer = TakenByTimer()
+        self._lost_events: dict = {}
+        self._result_subscriptions: dict = {}
+        # Counts of earlier activations (an Ingest lives from activate to deactivate).
+        self._before = Counter()
+        self._before_rejected: Counter[str] = Counter()
         self._written_at_last_status = (0, time.monotonic())
-        self.rejected: Counter[str] = Counter()
-        self.last_store_error = ""
-        self.store_size = 0
-        self.growth_state = GROWTH_OK
-        wall = Clock(clock_type=ClockType.STEADY_TIME)
-        # Writing blocks on disk; keep it off the group that receives messages. The
-        # acknowledged path has a group of its own: sharing one with the flush timer, which
-        # is always due under sustained load, starved it for seconds. One lock orders the
-        # writes instead, so an acknowledged event still lands after the pending batch.
-        self._write_lock = threading.Lock()
-        self._io_group = MutuallyExclusiveCallbackGroup()
-        self._ack_group = MutuallyExclusiveCallbackGroup()
         self.diagnostics = DiagnosticsPublisher(self)
-        self.create_timer(self.params["flush_period_s"], self.flush, self._io_group, clock=wall)
+        # From startup, so a producer learns why nothing is recorded instead of waiting.
+        self.create_service(RecordEvent, "record_event", self.on_record_event)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
-                          self._io_group, clock=wall)
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def start(self, identity_hash: str) -> None:
-        self.partition = MemoryStore(self.params["database_url"]).partition(identity_hash)
-        self._measure_store()
+        self.store = MemoryStore(self.params["database_url"])
+        store = self.store
+        self.ingest = Ingest(
+            store.partition(identity_hash), max_pending=self.params["max_pending"],
+            flush_period_s=self.params["flush_period_s"], guard=self.guard,
+            size_of=lambda: store_size_bytes(store),
+            measure_period_s=self.params["diagnostics_period_s"], log=self._log,
+            now_ns=lambda: self.get_clock().now().nanoseconds)
+        qos = execution_results_reader_qos(self.params["history_depth"],
+                                           self.params["keep_all_history"])
         for topic in self.topics:
-            self.active_entities.append(self.create_subscription(
+            events = SubscriptionEventCallbacks(message_lost=self.on_message_lost,
+                                                use_default_callbacks=False)
+            subscription = self.create_subscription(
                 ExecutionResult, topic, lambda msg, t=topic: self.on_execution_result(msg, t),
-                EXECUTION_RESULTS_QOS))
-        self.active_entities.append(self.create_service(
-            RecordEvent, "record_event", self.on_record_event, callback_group=self._ack_group))
+                qos, callback_group=self._taken_by_timer, event_callbacks=events)
+            self._lost_events[topic] = subscription.event_handlers
+            self._result_subscriptions[topic] = subscription
+            self.active_entities.append(subscription)
+        self.active_entities.append(self.create_timer(
+            self.params["intake_period_s"], self.take_arrived,
+            clock=Clock(clock_type=ClockType.STEADY_TIME)))
         self.get_logger().info(f"logging execution results from {self.topics} and the "
                                "record_event service")
 
     def stop(self) -> None:
-        self.flush()  # what was accepted reaches the disk before we stop
-        with self._write_lock:  # an acknowledged write in progress finishes first
-            self.partition = None
+        self._result_subscriptions.clear()
+        self._lost_events.clear()
+        self.close()
+
+    def close(self) -> None:
+        """Write what was accepted, then close the store (idempotent; the shutdown path
+        calls it too)."""
+        ingest, self.ingest = self.ingest, None
+        if ingest is not None:
+            ingest.close()
+            self._before.update(accepted=ingest.accepted, written=ingest.written)
+            self._before_rejected.update(ingest.rejected)
+        store, self.store = self.store, None
+        if store is not None:
+            store.close()
 
     # -- intake -----------------------------------------------------------------------
-    def _take(self, msg: ExecutionResult, source: str) -> ExecutionRecord:
-        """Validate one result, or raise Refused (counted and logged here)."""
+    def _take(self, ingest: Ingest, msg: ExecutionResult, source: str):
+        """Validate one result, or raise Refused (counted by the ingest, logged here)."""
         try:
-            if self.growth_state == OVER_HARD_LIMIT:
-                raise Refused(RecordEvent.Response.REASON_STORE_FULL, "store_full",
-                              self.guard.describe(self.store_size))
-            try:
-                return record_from_msg(msg, self.get_clock().now().nanoseconds)
-            except InvalidRecord as exc:
-                if exc.reason.startswith(PRIVACY_PREFIX):
-                    self._log_privacy_rejection(exc, source)
-                    raise Refused(RecordEvent.Response.REASON_PRIVACY, exc.reason,
-                                  f"{exc.field}: {exc.detail}") from None
-                raise Refused(RecordEvent.Response.REASON_INVALID, exc.reason,
-                              f"{exc.field}: {exc.detail}") from None
-        except Refused as refused:
-            self.rejected[refused.reason] += 1
-            text = f"rejected execution result on {source}: {refused.detail} " \
-                   f"(reason {refused.reason})"
-            if refused.reason == "store_full":  # every result now: say it loudly, not 1000x/s
-                self.get_logger().error(text, throttle_duration_sec=1.0)
-            else:
-                self.get_logger().warning(text)
-            raise
+            data = result_fields(msg)
+            if not data["stamp_ns"]:  # not stamped by the skill: our receive time
+                data["stamp_ns"] = self.get_clock().now().nanoseconds
+            return ingest.take(data, source)
+        except InvalidRecord as exc:
+            refused = ingest.refuse_invalid(exc, source)
+        except Refused as exc:
+            refused = exc
+        text = f"rejected execution result on {source}: {refused.detail} " \
+               f"(reason {refused.reason})"
+        if refused.reason == "store_full":  # every result now: say it loudly, not 1000x/s
+            self.get_logger().error(text, throttle_duration_sec=1.0)
+        else:
+            self.get_logger().warning(text)
+        raise refused
 
-    def _log_privacy_rejection(self, exc: InvalidRecord, source: str) -> None:
-        """The refusal goes in the log as an event: where and what kind, no part of it."""
-        event = NewEvent(PRIVACY_REJECTION,
-                         {"source": source, "field": exc.field,
-                          "category": exc.reason[len(PRIVACY_PREFIX):]},
-                         self.get_clock().now().nanoseconds)
-        with self._lock:
-            self._pending.append(event)
+    def take_arrived(self) -> None:
+        """The intake timer: take every result that has arrived, topic by topic, and any
+        message-lost report. Those event handlers are polled here too: in the executor's
+        wait set, every arriving message woke it (the subscription's DDS listener
+        signals them), which cost about as much as taking the message."""
+        for topic, subscription in list(self._result_subscriptions.items()):
+            with subscription.handle:
+                for _ in range(TAKE_AT_MOST):
+                    taken = subscription.handle.take_message(subscription.msg_type, False)
+                    if taken is None:
+                        break
+                    self.on_execution_result(taken[0], topic)
+            for handler in self._lost_events.get(topic, ()):
+                handler._ready_to_take_data = True  # rclpy offers no public poll
+                info = handler.take_data()
+                if info is not None and info.total_count_change > 0:
+                    self.on_message_lost(info)
 
     def on_execution_result(self, msg: ExecutionResult, topic: str) -> None:
+        ingest = self.ingest
+        if ingest is None:
+            return
         try:
-            record = self._take(msg, topic)
+            record = self._take(ingest, msg, topic)
         except Refused:
             return
-        with self._lock:
-            if len(self._pending) >= self.params["max_pending"]:
-                self.rejected["backlog_full"] += 1
-                self.get_logger().error(f"rejected execution result on {topic}: backlog of "
-                                        f"{len(self._pending)} unwritten results is full",
-                                        throttle_duration_sec=1.0)
-                return
-            self._pending.append(NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns))
-            self.accepted += 1
+        if not ingest.submit(record):
+            self.get_logger().error(f"rejected execution result on {topic}: backlog of "
+                                    f"{ingest.pending} unwritten results is full "
+                                    "(reason backlog_full)", throttle_duration_sec=1.0)
 
-    def on_record_event(self, request, response):
+    def on_message_lost(self, info: QoSMessageLostInfo) -> None:
+        """DDS reports results it dropped before we could take them."""
+        lost = int(info.total_count_change)
+        if self.ingest is not None:
+            self.ingest.count("dds_lost", lost)
+        else:
+            self._before_rejected["dds_lost"] += lost
+        self.get_logger().error(f"{lost} execution results lost in DDS before the logger "
+                                f"took them (total {info.total_count}; reason dds_lost)",
+                                throttle_duration_sec=1.0)
+
+    async def on_record_event(self, request, response):
         """Acknowledged write: answer with the event id only once it is committed."""
-        if self.partition is None:
+        ingest = self.ingest
+        if ingest is None:
             response.reason_code = RecordEvent.Response.REASON_INACTIVE
             response.reason = f"inactive: {self.inactive_reason}"
             return response
         try:
-            record = self._take(request.result, "record_event")
+            record = self._take(ingest, request.result, "record_event")
         except Refused as refused:
             response.reason_code, response.reason = refused.code, refused.detail
-            self.flush()  # a privacy_rejection event, if any, is durable too
             return response
-        self.accepted += 1
-        try:  # after what is pending, in the same transaction: log order is arrival order
-            stored = self._write_pending(
-                NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns))
-        except Exception:  # the driver's errors vary; the caller must know
-            self.rejected["store_error"] += 1
+        try:
+            stored = await self._committed(ingest.record(record))
+        except StoreWriteFailed as exc:
             response.reason_code = RecordEvent.Response.REASON_STORE_ERROR
-            response.reason = f"not recorded, store write failed: {self.last_store_error}"
-            return response
-        if stored is None:  # deactivated while waiting for the write lock
-            response.reason_code = RecordEvent.Response.REASON_INACTIVE
-            response.reason = f"inactive: {self.inactive_reason}"
+            response.reason = f"not recorded, {exc}"
             return response
         response.accepted, response.event_id, response.seq = True, stored.id, stored.seq
         return response
 
-    # -- writing ----------------------------------------------------------------------
-    def flush(self) -> None:
-        """Write everything pending in one transaction; on failure keep it for the next try."""
-        try:
-            self._write_pending()
-        except Exception:  # logged and kept pending by _write_pending; retried next period
-            pass
+    async def _committed(self, ack):
+        """Wait for the writer thread's commit without blocking the executor."""
+        done = RosFuture(executor=self.executor)
+        # A done callback makes set_result (called on the writer thread) wake the executor.
+        done.add_done_callback(lambda _: None)
+        ack.add_done_callback(lambda _: done.set_result(None))
+        await done
+        return ack.result()
 
-    def _write_pending(self, extra: NewEvent | None = None):
-        """Write the pending events, then `extra`, in one transaction; return the stored
-        `extra` (None if there is none or the node is inactive). On failure the pending
-        events go back to the queue, the error is logged once, and it propagates."""
-        with self._write_lock:
-            partition = self.partition
-            if partition is None:
-                return None
-            with self._lock:
-                batch, self._pending = self._pending, []
-            events = batch + ([extra] if extra is not None else [])
-            if not events:
-                return None
-            try:
-                stored = partition.append_many(events)
-            except Exception as exc:  # the driver's errors vary; none may lose accepted records
-                with self._lock:
-                    self._pending[:0] = batch
-                message = str(exc).splitlines()[0]
-                if message != self.last_store_error:
-                    self.get_logger().error(f"store write failed, {len(batch)} events kept "
-                                            f"pending: {message}")
-                self.last_store_error = message
-                raise
-            self.written += sum(1 for e in events if e.kind == EXECUTION_RESULT)
-            self.last_store_error = ""
-            return stored[-1] if extra is not None else None
+    def _log(self, level: str, text: str) -> None:
+        # One call site per severity: rclpy refuses a second severity from the same line.
+        if level == "error":
+            self.get_logger().error(text)
+        elif level == "warning":
+            self.get_logger().warning(text)
+        else:
+            self.get_logger().info(text)
 
-    def _measure_store(self) -> None:
-        if self.partition is None:
-            return
-        try:
-            self.store_size = store_size_bytes(self.partition.store)
-        except Exception as exc:  # keep logging on the last known size; never die here
-            self.get_logger().warning(f"cannot measure the store: {exc}",
-                                      throttle_duration_sec=60.0)
-            return
-        state = self.guard.state(self.store_size)
-        if state != self.growth_state and state != GROWTH_OK:
-            self.get_logger().warning(self.guard.describe(self.store_size))
-        self.growth_state = state
+    # -- status -----------------------------------------------------------------------
+    def _counts(self) -> tuple[int, int, int, Counter[str]]:
+        """accepted, written, pending and rejections by reason, over all activations."""
+        ingest = self.ingest
+        rejected = Counter(self._before_rejected)
+        if ingest is None:
+            return self._before["accepted"], self._before["written"], 0, rejected
+        rejected.update(ingest.rejected)
+        return (self._before["accepted"] + ingest.accepted,
+                self._before["written"] + ingest.written, ingest.pending, rejected)
 
     def _publish_diagnostics(self) -> None:
-        self._measure_store()
-        written, since = self._written_at_last_status
+        ingest = self.ingest
+        accepted, written, pending, rejected = self._counts()
+        previous, since = self._written_at_last_status
         now = time.monotonic()
-        rate = (self.written - written) / max(now - since, 1e-6)
-        self._written_at_last_status = (self.written, now)
-        if self.partition is None:
+        rate = (written - previous) / max(now - since, 1e-6)
+        self._written_at_last_status = (written, now)
+        store_size = ingest.store_size if ingest else 0
+        growth_state = ingest.growth_state if ingest else GROWTH_OK
+        lost = {cause: rejected[cause] for cause in LOSS_CAUSES if rejected[cause]}
+        if ingest is None:
             level, message = WARN, f"inactive: {self.inactive_reason}"
-        elif self.last_store_error:
-            level, message = ERROR, f"store write failing: {self.last_store_error}"
-        elif self.growth_state == OVER_HARD_LIMIT:
-            level, message = ERROR, self.guard.describe(self.store_size)
-        elif self.growth_state != GROWTH_OK:
-            level, message = WARN, self.guard.describe(self.store_size)
+        elif ingest.last_error:
+            level, message = ERROR, f"store write failing: {ingest.last_error}"
+        elif growth_state == OVER_HARD_LIMIT:
+            level, message = ERROR, self.guard.describe(store_size)
+        elif growth_state != GROWTH_OK:
+            level, message = WARN, self.guard.describe(store_size)
         else:
             level, message = OK, "logging"
-        values = {"accepted": self.accepted, "written": self.written,
-                  "memory_write_performed": str(self.written > written).lower(),
+        if lost:
+            level = max(level, WARN)
+            message += "; results lost: " + ", ".join(f"{n} {cause}"
+                                                      for cause, n in sorted(lost.items()))
+        values = {"accepted": accepted, "written": written,
+                  "memory_write_performed": str(written > previous).lower(),
                   "memory_integrity_status": self.gate.state_name,
-                  "ingest_rate_per_s": round(rate, 1), "queue_depth": len(self._pending),
-                  "pending": len(self._pending), "rejected_total": sum(self.rejected.values()),
-                  "store_size_mb": round(self.store_size / MB, 3),
-                  "growth_state": self.growth_state,
-                  "identity_hash": self.gate.identity_hash or ""}
-        values.update({f"rejected.{reason}": n for reason, n in self.rejected.items()})
+                  "ingest_rate_per_s": round(rate, 1), "queue_depth": pending,
+                  "pending": pending, "rejected_total": sum(rejected.values()),
+                  "lost_total": sum(lost.values()),
+                  "history": ("keep_all" if self.params["keep_all_history"] else
+                              f"keep_last {self.params['history_depth']}"),
+                  "store_size_mb": round(store_size / MB, 3),
+                  "growth_state": growth_state, "identity_hash": self.gate.identity_hash or ""}
+        values.update({f"rejected.{reason}": n for reason, n in rejected.items()})
         self.diagnostics.publish(level, message, values)
 
 
 def node_spec() -> NodeSpec:
     # Accepted results reach the disk before the process goes.
-    return NodeSpec(EpisodicLogger, lambda: MultiThreadedExecutor(num_threads=3),
-                    before_destroy=lambda node: node.flush())
+    return NodeSpec(EpisodicLogger, before_destroy=lambda node: node.close())
 
 
 def main(args=None) -> None:

@@ -33,3 +33,14 @@ DIAGNOSTICS_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
 CHECKPOINT_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                             reliability=ReliabilityPolicy.RELIABLE,
                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+def execution_results_reader_qos(depth: int, keep_all: bool) -> QoSProfile:
+    """The logger's side of EXECUTION_RESULTS_QOS. keep_all: a full reader history holds
+    the writers back (reliable flow control: a publisher that outruns the logger waits,
+    and fails visibly when its own history stays full) instead of dropping the oldest
+    results; Fast DDS reports neither kind of drop as message lost. keep_last: never holds
+    a publisher back, but past `depth` unread results the oldest are dropped unreported."""
+    return QoSProfile(depth=depth,
+                      history=HistoryPolicy.KEEP_ALL if keep_all else HistoryPolicy.KEEP_LAST,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)

@@ -82,6 +82,16 @@ def _all_tables_exist(conn: Connection) -> bool:
     return set(metadata.tables) <= set(inspect(conn).get_table_names())
 
 
+def _digest_of_canonical(prev_hash: str, identity_hash: str, seq: int, kind: str,
+                         stamp_ns: int, payload_json: str) -> str:
+    """event_digest for a payload_json that is canonical already (as append writes it):
+    the same bytes, composed in key order, without parsing the payload back."""
+    body = (f'{{"identity_hash":{canonical_json(identity_hash)},"kind":{canonical_json(kind)},'
+            f'"payload":{payload_json},"seq":{canonical_json(seq)},'
+            f'"stamp_ns":{canonical_json(stamp_ns)}}}')
+    return sha256_hex(prev_hash + body)
+
+
 def _event_from_row(row) -> StoredEvent:
     return StoredEvent(row.id, row.seq, row.kind, row.stamp_ns, json.loads(row.payload_json),
                        row.prev_hash, row.event_hash)
@@ -136,6 +146,12 @@ class MemoryStore:
         """A write transaction that holds the store's write lock from its start."""
         return self._writer.begin()
 
+    def write_connection(self) -> Connection:
+        """A connection for one long-lived writer (one thread): each `begin()` on it is a
+        write transaction like `write()`'s, without opening a SQLite connection (PRAGMAs,
+        and a WAL checkpoint on close) per batch. The caller closes it."""
+        return self._writer.connect()
+
     def partition(self, identity_hash: str) -> Partition:
         return Partition(self, identity_hash)
 
@@ -171,8 +187,8 @@ class Partition:
         for item in new_events:
             seq += 1
             payload_json = canonical_json(item.payload)
-            digest = event_digest(prev, self.identity_hash, seq, item.kind, item.stamp_ns,
-                                  payload_json)
+            digest = _digest_of_canonical(prev, self.identity_hash, seq, item.kind,
+                                          item.stamp_ns, payload_json)
             rows.append({"identity_hash": self.identity_hash, "seq": seq, "kind": item.kind,
                          "stamp_ns": int(item.stamp_ns), "payload_json": payload_json,
                          "prev_hash": prev, "event_hash": digest})

@@ -80,6 +80,7 @@ def test_oversized_wrong_type_and_flood_inputs_leave_the_logger_running(
                       d.get("queue_depth") == "0" and d, 30, "the flood handled")
     assert diag["rejected.oversized"] == "1"
     assert int(diag["written"]) == int(diag["accepted"]) >= 50
+    assert diag["lost_total"] == diag["rejected.backlog_full"]  # a loss, shown as one
     probe.publish_result(stamp_s=9000, intent_id="after-the-flood")
     part = MemoryStore(db_url).partition(certified_hash)
     wait_until(lambda: part.latest_event(EXECUTION_RESULT).payload["intent_id"]

@@ -1,0 +1,261 @@
+"""Ingest: what the logger stores vs. what a do-nothing subscriber receives, per rate.
+
+For each process mode, the stack (`robot_memory.bringup.Stack`, consolidator passing
+every second) runs on a fresh SQLite store beside a do-nothing rclpy subscriber with
+the logger's QoS (the baseline, its own process) and a planner calling `ground` at
+20 Hz. For each rate a publisher process sends rate x seconds results on
+`execution_results`; then we wait until the store stops growing and read: sent,
+received by the no-op subscriber, stored by the logger, the logger's loss counts by
+cause (its /diagnostics, via the no-op process), the logger process's CPU seconds
+(psutil) and the RSS of every process. This process only orchestrates.
+
+Goals (DESIGN.md): stored / no-op received >= 0.99 at every rate up to 2000/s; at most
+0.1 core at 1000/s. Also checked: stored + counted losses == sent, exactly.
+
+    python -m bench.ingest [--seconds 10] [--rates 50,100,200,400,1000,2000]
+                           [--modes four_process,one_process] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from bench.grounding_latency import isolate_ros_traffic, nodes_log, start_helper, stop_helper
+from bench.stats import write_result
+from bench.stores import IDENTITY, MANIFEST
+from robot_memory.bringup import Stack
+from robot_memory.event_kinds import EXECUTION_RESULT
+from robot_memory.store import MemoryStore
+
+RATES = (50, 100, 200, 400, 1000, 2000)
+MODES = ("four_process",)
+GOAL_RATIO, GOAL_CORES, GOAL_RATE = 0.99, 0.1, 1000
+LOSS_KEYS = ("backlog_full", "dds_lost", "store_error")
+
+
+def stack_supports(mode: str) -> str | None:
+    """Why `mode` cannot run with this Stack, or None."""
+    if mode == "four_process":
+        return None
+    if mode == "one_process":
+        if "one_process" in {f.name for f in dataclasses.fields(Stack)}:
+            return None
+        return "robot_memory.bringup.Stack has no one_process field in this checkout"
+    return f"unknown mode {mode!r}"
+
+
+def start_stack(mode: str, url: str, log) -> Stack:
+    overrides = {"database_url": url, "manifest_path": str(MANIFEST), "certified_hash": IDENTITY,
+                 "period_s": 1.0, "verify_store_on_boot": False,
+                 "full_check_after_boot": False, "growth_limit_mb": 0.0, "hard_limit_mb": 0.0,
+                 "diagnostics_period_s": 0.5}
+    extra = {"one_process": True} if mode == "one_process" else {}
+    return Stack(overrides, log_level="warn", **extra).start(stdout=log, stderr=log)
+
+
+def logger_process(stack: Stack) -> psutil.Process:
+    """The process the logger runs in (the only one in one-process mode)."""
+    process = stack.processes.get("episodic_logger") or next(iter(stack.processes.values()))
+    return psutil.Process(process.pid)
+
+
+def read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def store_counter(url: str):
+    """count() -> execution results stored so far, on one store handle (opening a store
+    per poll is slow enough to blur when the last result arrived)."""
+    partition = MemoryStore(url).partition(IDENTITY)
+    return lambda: partition.count_events(EXECUTION_RESULT)
+
+
+def losses(diagnostics: dict) -> dict[str, int]:
+    return {key.removeprefix("rejected."): int(value) for key, value in diagnostics.items()
+            if key.startswith("rejected.")}
+
+
+def settle(read, quiet_s: float = 1.5, timeout_s: float = 60.0):
+    """Poll read() until it has not changed for quiet_s; return the last value and the
+    monotonic time it was first seen."""
+    value, since, deadline = read(), time.monotonic(), time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = read()
+        if now != value:
+            value, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            break
+    return value, since
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+def rss_mb(processes: dict[str, psutil.Process]) -> dict[str, float]:
+    out = {}
+    for name, process in processes.items():
+        try:
+            out[name] = round(process.memory_info().rss / 2**20, 1)
+        except psutil.Error:
+            out[name] = None
+    return out
+
+
+def one_rate(rate: int, seconds: float, count_stored, noop_file: Path, logger: psutil.Process,
+             noop: psutil.Process, start: int, log) -> dict:
+    """One rate: publish, wait until the store stops growing, count. The logger's CPU is
+    read when publishing starts and whenever the store grows, so the figure covers the
+    work for these results and not the quiet wait after them."""
+    tag = f"rate_{rate}"
+    stored_before = count_stored()
+    lost_before = losses(read_json(noop_file).get("logger_diagnostics", {}))
+    publisher = subprocess.Popen(
+        [sys.executable, "-m", "bench.ingest_peers", "publish", "--rate", str(rate),
+         "--seconds", str(seconds), "--tag", tag, "--start", str(start)],
+        stdout=subprocess.PIPE, stderr=log, text=True)
+    if publisher.stdout.readline().strip() != "publishing":
+        stop_helper(publisher)
+        raise RuntimeError(f"the publisher did not start (exit {publisher.returncode})")
+    started, cpu_start, noop_cpu_start = time.monotonic(), cpu_seconds(logger), cpu_seconds(noop)
+    cpu_seen = {}
+
+    def stored_now() -> int:
+        n = count_stored()
+        cpu_seen.setdefault(n, (cpu_seconds(logger), cpu_seconds(noop)))
+        return n
+
+    try:
+        sent = json.loads(publisher.stdout.readline())
+    finally:
+        stop_helper(publisher, grace_s=60.0)
+    total, last_growth = settle(stored_now)
+    stored = total - stored_before
+    cpu, noop_cpu = (c - s for c, s in zip(cpu_seen[total], (cpu_start, noop_cpu_start)))
+    busy_s = max(last_growth - started, sent["seconds"])
+    received, _ = settle(lambda: read_json(noop_file).get("received", {}).get(tag, 0))
+    time.sleep(1.0)  # one more diagnostics period, so the counts include this rate
+    lost_after = losses(read_json(noop_file).get("logger_diagnostics", {}))
+    counted = {k: v - lost_before.get(k, 0) for k, v in lost_after.items()
+               if v - lost_before.get(k, 0)}
+    return {"rate_per_s": rate, "sent": sent["sent"], "publish_seconds": sent["seconds"],
+            "noop_received": received, "stored": stored,
+            "stored_vs_noop": round(stored / received, 4) if received else None,
+            "not_stored_by_cause": counted,
+            "stored_plus_counted_equals_sent": stored + sum(counted.values()) == sent["sent"],
+            "seconds_until_all_stored": round(busy_s, 2),
+            "logger_cpu_s": round(cpu, 3),
+            "logger_cpu_s_per_1000_stored": round(cpu / stored * 1000, 3) if stored else None,
+            # the writer is done within a flush period of the last result: CPU over the
+            # publishing time is the share of a core the stream took
+            "logger_cores": round(cpu / sent["seconds"], 3),
+            "noop_cpu_s_per_1000_received":
+                round(noop_cpu / received * 1000, 3) if received else None,
+            "logger_vs_noop_cpu": round(cpu / noop_cpu, 2) if noop_cpu > 0 else None}
+
+
+def run_mode(mode: str, rates: list[int], seconds: float, scratch: Path) -> dict:
+    url = f"sqlite:///{scratch / f'{mode}.db'}"
+    noop_file = scratch / f"{mode}_noop.json"
+    with nodes_log(scratch / f"{mode}.log") as log:
+        stack = start_stack(mode, url, log)
+        helpers = {"noop": start_helper("bench.ingest_peers", "noop", "--out", str(noop_file),
+                                        log=log),
+                   "planner": start_helper("bench.ingest_peers", "ground", "--rate", "20",
+                                           log=log)}
+        try:
+            logger, noop = logger_process(stack), psutil.Process(helpers["noop"].pid)
+            processes = {name: psutil.Process(p.pid) for name, p in stack.processes.items()}
+            processes.update({name: psutil.Process(p.pid) for name, p in helpers.items()})
+            per_rate, start, count_stored = [], 0, store_counter(url)
+            for rate in rates:
+                print(f"  {mode}: {rate}/s for {seconds} s", flush=True)
+                result = one_rate(rate, seconds, count_stored, noop_file, logger, noop,
+                                  start, log)
+                result["rss_mb"] = rss_mb(processes)
+                per_rate.append(result)
+                start += result["sent"]
+                print(f"    sent {result['sent']}, no-op {result['noop_received']}, stored "
+                      f"{result['stored']}, not stored {result['not_stored_by_cause']}, "
+                      f"logger {result['logger_cpu_s_per_1000_stored']} CPU s/1000",
+                      flush=True)
+            if stack.exited():
+                raise RuntimeError(f"stack processes exited during the run: {stack.exited()}")
+            diagnostics = read_json(noop_file).get("logger_diagnostics", {})
+        finally:
+            for process in helpers.values():
+                stop_helper(process)
+            stack.stop()
+    return {"rates": per_rate, "logger_diagnostics_at_end": diagnostics}
+
+
+def verdicts(modes: dict) -> dict:
+    out = {}
+    for mode, result in modes.items():
+        if "skipped" in result:
+            continue
+        rates = result["rates"]
+        at = {r["rate_per_s"]: r for r in rates}
+        out[mode] = {
+            "stored_vs_noop_at_least_0_99_every_rate_to_2000": all(
+                r["stored_vs_noop"] is not None and r["stored_vs_noop"] >= GOAL_RATIO
+                for r in rates if r["rate_per_s"] <= 2000),
+            "cpu_at_most_0_1_core_at_1000": (at[GOAL_RATE]["logger_cores"]
+                                             <= GOAL_CORES) if GOAL_RATE in at else None,
+            "stored_plus_counted_equals_sent_every_rate": all(
+                r["stored_plus_counted_equals_sent"] for r in rates)}
+    return out
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="publishing time per rate")
+    parser.add_argument("--rates", default=",".join(map(str, RATES)))
+    parser.add_argument("--modes", default="four_process,one_process",
+                        help="four_process and/or one_process (skipped, with a note, where "
+                             "Stack has no one_process field)")
+    parser.add_argument("--out")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    isolate_ros_traffic()
+    if os.environ.get("RM_TEST_ROS_DOMAIN_ID"):  # a checkout's own domain, when given
+        os.environ["ROS_DOMAIN_ID"] = os.environ["RM_TEST_ROS_DOMAIN_ID"]
+    rates = [int(r) for r in args.rates.split(",")]
+    modes: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="bench_ingest_") as scratch:
+        for mode in args.modes.split(","):
+            why_not = stack_supports(mode)
+            if why_not:
+                print(f"{mode}: skipped ({why_not})", flush=True)
+                modes[mode] = {"skipped": why_not}
+                continue
+            modes[mode] = run_mode(mode, rates, args.seconds, Path(scratch))
+    goals = verdicts(modes)
+    path = write_result("ingest", {"seconds_per_rate": args.seconds, "rates_per_s": rates,
+                                   "goal_stored_vs_noop": GOAL_RATIO,
+                                   "goal_cores_at_1000": GOAL_CORES, "modes": modes,
+                                   "goals": goals}, args.out)
+    print(json.dumps(goals, indent=2))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

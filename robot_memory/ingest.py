@@ -1,0 +1,335 @@
+"""Intake of execution results: validate cheaply, queue, append in batches.
+
+Whoever receives results (the logger node's subscriptions and its `record_event`
+service, without ROS in tests) hands them to an `Ingest`. It validates them into
+records (refusals are counted by reason and, for the privacy boundary, logged as a
+`privacy_rejection` event), puts them on one bounded FIFO queue and returns at once. A
+dedicated writer thread appends what is queued in one transaction per batch, on one
+long-lived store connection.
+
+Guarantees:
+- Arrival order is log order: topic results and acknowledged writes share the queue.
+- An acknowledged write (`record`) resolves only once its transaction has committed,
+  after everything that was queued before it; a failed write fails it (counted as
+  store_error) and the caller is told.
+- A failing store keeps topic results queued, in order, and retries them; only the
+  queue's bound (`max_pending`) refuses new ones, counted as backlog_full.
+- Anything not stored is counted by cause in `rejected` (validation reasons,
+  privacy_<category>, store_full, backlog_full, store_error, and whatever the caller
+  adds with `count`, e.g. dds_lost). Nothing is dropped without a count.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from robot_memory.errors import InputError, StoreFailure
+from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
+from robot_memory.growth import OK as GROWTH_OK
+from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
+from robot_memory.records import ExecutionRecord, InvalidRecord, validate_record
+from robot_memory.store import NewEvent, Partition, StoredEvent
+
+# Why a result was not taken (RecordEvent's reason codes use the same words).
+INVALID, PRIVACY, STORE_FULL, STORE_ERROR = "invalid", "privacy", "store_full", "store_error"
+PRIVACY_PREFIX = "privacy_"
+# Causes of loss: valid results that did not reach the log (rejections by rule are not).
+LOSS_CAUSES = ("backlog_full", "dds_lost", "store_error")
+
+Log = Callable[[str, str], None]  # (level "warning" | "error" | "info", text)
+
+
+class Refused(InputError):
+    """Raised by `Ingest.take` for a result that is not taken: `code` says which kind
+    (INVALID, PRIVACY, STORE_FULL), `reason` is the count key, `detail` names the field."""
+
+    def __init__(self, code: str, reason: str, detail: str):
+        super().__init__(detail)
+        self.code, self.reason, self.detail = code, reason, detail
+
+
+class StoreWriteFailed(StoreFailure):
+    """Set on an acknowledged write's future when the transaction holding it failed."""
+
+
+@dataclass(slots=True)
+class _Item:
+    event: NewEvent
+    seq: int  # position in arrival order
+    ack: Future | None = None  # acknowledged write: resolved after the commit
+    counted: bool = True  # an execution result (accepted/written count it)
+
+
+def _default_log(level: str, text: str) -> None:
+    getattr(logging.getLogger("robot_memory.ingest"), level)(text)
+
+
+class Ingest:
+    def __init__(self, partition: Partition, *, max_pending: int = 100_000,
+                 flush_period_s: float = 0.05, max_batch: int = 5000,
+                 retry_period_s: float = 0.5, guard: GrowthGuard | None = None,
+                 size_of: Callable[[], int] | None = None, measure_period_s: float = 1.0,
+                 log: Log = _default_log, now_ns: Callable[[], int] = time.time_ns):
+        self.partition = partition
+        self.max_pending = max_pending
+        self._period = flush_period_s
+        self._max_batch = max_batch
+        self._retry_period = retry_period_s
+        self._guard = guard or GrowthGuard(0.0, 0.0)
+        self._size_of = size_of
+        self._measure_period = measure_period_s
+        self._log = log
+        self._now_ns = now_ns  # stamps the privacy_rejection events (ROS time in the node)
+        self.accepted = 0  # valid results taken (queued)
+        self.written = 0  # ... of them committed
+        self.rejected: Counter[str] = Counter()
+        self.last_error = ""
+        self.store_size = 0
+        self.growth_state = GROWTH_OK
+        self._queue: deque[_Item] = deque()
+        self._cond = threading.Condition()
+        self._next_seq = 0
+        self._in_flight: int | None = None  # seq of the first item being written
+        self._in_flight_count = 0
+        self._acks_waiting = 0
+        self._flush_requested = False
+        self._stopping = False
+        self._conn = None
+        self._measured_at = -float("inf")
+        self._measure()
+        self._thread = threading.Thread(target=self._run, name="ingest-writer", daemon=True)
+        self._thread.start()
+
+    # -- intake (any thread) ----------------------------------------------------------
+    def take(self, data: dict[str, Any], source: str) -> ExecutionRecord:
+        """Validate one result's fields, or raise Refused (already counted; a privacy
+        refusal also queues a privacy_rejection event naming the field and category)."""
+        if self.growth_state == OVER_HARD_LIMIT:
+            raise self._refuse(STORE_FULL, "store_full", self._guard.describe(self.store_size))
+        try:
+            return validate_record(data)
+        except InvalidRecord as exc:
+            raise self.refuse_invalid(exc, source) from None
+
+    def refuse_invalid(self, exc: InvalidRecord, source: str) -> Refused:
+        """Count (and for privacy, log as an event) a result found invalid by the caller."""
+        if exc.reason.startswith(PRIVACY_PREFIX):
+            self._enqueue(NewEvent(PRIVACY_REJECTION,
+                                   {"source": source, "field": exc.field,
+                                    "category": exc.reason[len(PRIVACY_PREFIX):]},
+                                   self._now_ns()), counted=False)
+            return self._refuse(PRIVACY, exc.reason, f"{exc.field}: {exc.detail}")
+        return self._refuse(INVALID, exc.reason, f"{exc.field}: {exc.detail}")
+
+    def _refuse(self, code: str, reason: str, detail: str) -> Refused:
+        self.count(reason)
+        return Refused(code, reason, detail)
+
+    def submit(self, record: ExecutionRecord) -> bool:
+        """Queue a record from a topic; False (counted as backlog_full) when the queue
+        already holds `max_pending` unwritten events."""
+        event = NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns)
+        with self._cond:
+            if self.pending >= self.max_pending:
+                self.rejected["backlog_full"] += 1
+                return False
+            self.accepted += 1
+            self._push(_Item(event, self._next_seq + 1))
+        return True
+
+    def record(self, record: ExecutionRecord) -> Future:
+        """Queue an acknowledged write; the future gives its StoredEvent once committed
+        (after everything queued before it), or raises StoreWriteFailed."""
+        ack: Future = Future()
+        event = NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns)
+        with self._cond:
+            if self._stopping:
+                ack.set_exception(StoreWriteFailed("the writer is closed"))
+                return ack
+            self.accepted += 1
+            self._acks_waiting += 1
+            self._push(_Item(event, self._next_seq + 1, ack))
+        return ack
+
+    def count(self, reason: str, n: int = 1) -> None:
+        """Count n results not stored, for `reason` (e.g. dds_lost, reported by DDS)."""
+        with self._cond:
+            self.rejected[reason] += n
+
+    def _enqueue(self, event: NewEvent, counted: bool) -> None:
+        with self._cond:
+            self._push(_Item(event, self._next_seq + 1, counted=counted))
+
+    def _push(self, item: _Item) -> None:  # caller holds self._cond
+        self._next_seq = item.seq
+        self._queue.append(item)
+        if item.ack is not None:
+            self._cond.notify()
+
+    # -- state ------------------------------------------------------------------------
+    @property
+    def pending(self) -> int:
+        """Events not yet written: queued, or in a transaction that has not committed."""
+        return len(self._queue) + self._in_flight_count
+
+    @property
+    def lost(self) -> dict[str, int]:
+        """Counts of valid results that did not reach the log, by cause."""
+        return {cause: self.rejected[cause] for cause in LOSS_CAUSES if self.rejected[cause]}
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Write at once whatever is queued now; True once it is committed (False on
+        timeout, e.g. while the store fails: it stays queued)."""
+        with self._cond:
+            target = self._next_seq
+            self._flush_requested = True
+            self._cond.notify()
+            return self._cond.wait_for(
+                lambda: self._done_upto() >= target or not self._thread.is_alive(), timeout) \
+                and self._done_upto() >= target
+
+    def _done_upto(self) -> int:
+        """Every item up to this seq is committed (or, an acknowledged one, failed)."""
+        waiting = [s for s in (self._in_flight, self._queue[0].seq if self._queue else None)
+                   if s is not None]
+        return min(waiting) - 1 if waiting else self._next_seq
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Write what is queued (retrying a failing store until `timeout`), stop the
+        writer and close its connection. What still could not be written is counted as
+        store_error and logged."""
+        with self._cond:
+            if self._stopping:
+                return
+            self._stopping = True
+            self._close_deadline = time.monotonic() + timeout
+            self._cond.notify()
+        self._thread.join(timeout + 5.0)
+        with self._cond:
+            left = list(self._queue)
+            self._queue.clear()
+        for item in left:
+            self._fail(item, "the writer closed before the store accepted it")
+        lost = sum(1 for item in left if item.counted)
+        if lost:
+            self.rejected["store_error"] += lost
+            self._say("error", f"{lost} accepted results could not be written before "
+                               f"shutdown: {self.last_error or 'writer did not finish'}")
+
+    # -- the writer thread ------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            while True:
+                try:
+                    if not self._step():
+                        break
+                except Exception as exc:  # a bug here must not stop the writing; say it
+                    self.last_error = f"writer: {exc}"
+                    _default_log("error", f"ingest writer: {exc!r}")
+                    time.sleep(self._retry_period)
+        finally:
+            self._close_connection()
+            with self._cond:
+                self._cond.notify_all()
+
+    def _say(self, level: str, text: str) -> None:
+        try:
+            self._log(level, text)
+        except Exception:  # a failing log sink must not stop the writer
+            _default_log(level, text)
+
+    def _step(self) -> bool:
+        """Wait for work, write one batch; False when the writer should end."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._acks_waiting or self._flush_requested
+                                or self._stopping, timeout=self._period)
+            self._flush_requested = False
+            if self._stopping and (not self._queue or time.monotonic() > self._close_deadline):
+                return False
+            batch = [self._queue.popleft()
+                     for _ in range(min(len(self._queue), self._max_batch))]
+            self._in_flight = batch[0].seq if batch else None
+            self._in_flight_count = len(batch)
+        if batch and not self._write(batch):
+            kept = [item for item in batch if item.ack is None]
+            with self._cond:  # back to the front, in order; retry after a pause
+                self._queue.extendleft(reversed(kept))
+                self._in_flight, self._in_flight_count = None, 0
+                self._cond.notify_all()
+                self._cond.wait_for(lambda: self._stopping and
+                                    time.monotonic() > self._close_deadline,
+                                    timeout=self._retry_period)
+        self._measure()
+        return True
+
+    def _write(self, batch: list[_Item]) -> bool:
+        try:
+            if self._conn is None:
+                self._conn = self.partition.store.write_connection()
+            with self._conn.begin():
+                stored = self.partition.append_in(self._conn, [item.event for item in batch])
+        except Exception as exc:  # the driver's errors vary; none may lose a queued result
+            self._close_connection()  # a broken connection is not reused
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if message != self.last_error:
+                self._say("error", f"store write failed, {len(batch)} events kept "
+                                   f"pending: {message}")
+            self.last_error = message
+            with self._cond:
+                for item in batch:
+                    if item.ack is not None:
+                        self._acks_waiting -= 1
+                        self.rejected["store_error"] += 1
+                        self._fail(item, f"store write failed: {message}")
+            return False
+        with self._cond:
+            self.written += sum(1 for item in batch if item.counted)
+            self._in_flight, self._in_flight_count = None, 0
+            self.last_error = ""
+            for item, event in zip(batch, stored):
+                if item.ack is not None:
+                    self._acks_waiting -= 1
+                    item.ack.set_result(event)
+            self._cond.notify_all()
+        return True
+
+    @staticmethod
+    def _fail(item: _Item, why: str) -> None:
+        if item.ack is not None and not item.ack.done():
+            item.ack.set_exception(StoreWriteFailed(why))
+
+    def _close_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # already broken; nothing more to release
+                pass
+
+    def _measure(self) -> None:
+        """Store size for the growth guard, measured here so a slow database (a query
+        on PostgreSQL) never holds up whoever receives the results."""
+        now = time.monotonic()
+        if self._size_of is None or now - self._measured_at < self._measure_period:
+            return
+        self._measured_at = now
+        try:
+            self.store_size = self._size_of()
+        except Exception as exc:  # keep going on the last known size
+            self._say("warning", f"cannot measure the store: {exc}")
+            return
+        state = self._guard.state(self.store_size)
+        if state != self.growth_state and state != GROWTH_OK:
+            self._say("warning", self._guard.describe(self.store_size))
+        self.growth_state = state
+
+
+__all__ = ["INVALID", "LOSS_CAUSES", "PRIVACY", "STORE_ERROR", "STORE_FULL", "Ingest",
+           "Refused", "StoreWriteFailed", "StoredEvent"]

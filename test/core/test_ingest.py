@@ -1,0 +1,193 @@
+"""The intake core without ROS, on real SQLite files: batching in arrival order,
+acknowledged writes, refusals and loss counted by cause, a failing store, kill -9."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from sqlalchemy import event
+
+from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
+from robot_memory.growth import GrowthGuard
+from robot_memory.ingest import (INVALID, PRIVACY, STORE_FULL, Ingest, Refused,
+                                 StoreWriteFailed)
+from robot_memory.records import InvalidRecord
+from robot_memory.store import MemoryStore, verify_chain
+
+A = "a" * 64
+
+
+def fields(i: int, **changes) -> dict:
+    data = {"stamp_ns": 1_000_000_000 + i, "skill_id": "manipulation.grasp",
+            "target_class": "glass_cup", "environment": "sim", "zone": "",
+            "parameters": {"force_n": 20.0}, "observations": {}, "success": True,
+            "failure_reason": "", "duration_s": 1.0, "intent_id": f"r{i}", "notes": ""}
+    return {**data, **changes}
+
+
+def intents(part) -> list[str]:
+    return [e.payload["intent_id"] for e in part.events([EXECUTION_RESULT])]
+
+
+@pytest.fixture
+def part(db_url):
+    store = MemoryStore(db_url)
+    yield store.partition(A)
+    store.close()
+
+
+@pytest.fixture
+def make_ingest():
+    made = []
+
+    def make(partition, **options):
+        made.append(Ingest(partition, **options))
+        return made[-1]
+
+    yield make
+    for ingest in made:
+        ingest.close(timeout=1.0)
+
+
+def test_topic_results_are_written_in_batches_in_arrival_order(part, make_ingest):
+    ingest = make_ingest(part, flush_period_s=0.01)
+    for i in range(500):
+        assert ingest.submit(ingest.take(fields(i), "execution_results"))
+    assert ingest.flush()
+    assert intents(part) == [f"r{i}" for i in range(500)]
+    assert (ingest.accepted, ingest.written, ingest.pending) == (500, 500, 0)
+    assert verify_chain(part).ok
+
+
+def test_an_acknowledged_write_lands_after_what_was_pending_and_only_once_committed(
+        part, make_ingest):
+    ingest = make_ingest(part, flush_period_s=60.0)  # only the acknowledged write flushes
+    for i in range(5):
+        ingest.submit(ingest.take(fields(i), "execution_results"))
+    assert part.count_events() == 0
+    stored = ingest.record(ingest.take(fields(99, intent_id="acked"), "record_event")) \
+        .result(timeout=10)
+    assert stored.seq == 6 and part.event_by_id(stored.id).payload["intent_id"] == "acked"
+    assert intents(part) == ["r0", "r1", "r2", "r3", "r4", "acked"]
+
+
+def test_refusals_are_counted_by_reason_and_privacy_is_logged_without_the_value(
+        part, make_ingest):
+    ingest = make_ingest(part, flush_period_s=0.01)
+    with pytest.raises(Refused) as empty:
+        ingest.take(fields(1, skill_id=""), "execution_results")
+    assert (empty.value.code, empty.value.reason) == (INVALID, "empty_skill_id")
+    assert empty.value.detail.startswith("skill_id:")
+    with pytest.raises(Refused) as secret:
+        ingest.take(fields(2, notes="mail jane.doe@example.org"), "record_event")
+    assert (secret.value.code, secret.value.reason) == (PRIVACY, "privacy_email")
+    # a conversion error found by the caller (duplicate keys) is counted the same way
+    refused = ingest.refuse_invalid(InvalidRecord("parameters", "duplicate_key", "twice"),
+                                    "execution_results")
+    assert refused.code == INVALID
+    assert ingest.flush()
+    assert ingest.rejected == {"empty_skill_id": 1, "privacy_email": 1, "duplicate_key": 1}
+    assert ingest.lost == {}  # refusals by rule are not loss
+    [rejection] = part.events([PRIVACY_REJECTION])
+    assert rejection.payload == {"source": "record_event", "field": "notes",
+                                 "category": "email"}
+    assert part.count_events(EXECUTION_RESULT) == 0 and ingest.written == 0
+
+
+def test_a_full_backlog_refuses_and_counts_and_keeps_what_it_holds(part, make_ingest):
+    ingest = make_ingest(part, max_pending=3, flush_period_s=60.0)
+    taken = [ingest.submit(ingest.take(fields(i), "t")) for i in range(5)]
+    assert taken == [True, True, True, False, False]
+    ingest.count("dds_lost", 7)
+    assert ingest.lost == {"backlog_full": 2, "dds_lost": 7}
+    assert ingest.flush()
+    assert intents(part) == ["r0", "r1", "r2"]
+    # stored + counted == offered
+    assert part.count_events() + sum(ingest.lost.values()) == 5 + 7
+
+
+def cap_pages(store: MemoryStore, cap: dict) -> None:
+    """Disk full, for real: new connections see a file that cannot grow past cap['pages']."""
+    def on_connect(dbapi_connection, _record):
+        if cap.get("pages"):
+            dbapi_connection.execute(f"PRAGMA max_page_count={cap['pages']}")
+    event.listen(store.engine, "connect", on_connect)
+
+
+def test_a_failing_store_keeps_results_pending_fails_acks_and_recovers(db_url, make_ingest):
+    MemoryStore(db_url).partition(A).append(EXECUTION_RESULT, fields(0), 1)
+    store = MemoryStore(db_url)
+    with store.read() as conn:
+        pages = conn.exec_driver_sql("PRAGMA page_count").scalar()
+    cap = {"pages": pages}
+    cap_pages(store, cap)
+    part = store.partition(A)
+    ingest = make_ingest(part, flush_period_s=0.01, retry_period_s=0.05)
+    for i in range(1, 40):
+        ingest.submit(ingest.take(fields(i, notes="x" * 1500), "t"))
+    assert not ingest.flush(timeout=1.0)
+    assert ingest.pending == 39 and "disk is full" in ingest.last_error
+    with pytest.raises(StoreWriteFailed, match="disk is full"):
+        ingest.record(ingest.take(fields(500, intent_id="acked-during"), "s")).result(10)
+    assert ingest.rejected["store_error"] == 1 and ingest.lost == {"store_error": 1}
+    cap["pages"] = None  # space is back; the next retry opens a fresh connection
+    assert ingest.flush(timeout=20)
+    stored = ingest.record(ingest.take(fields(501, intent_id="acked-after"), "s")).result(10)
+    assert intents(part) == ["r0"] + [f"r{i}" for i in range(1, 40)] + ["acked-after"]
+    assert stored.seq == 41 and ingest.last_error == "" and verify_chain(part).ok
+
+
+def test_the_growth_guard_refuses_past_the_hard_limit(part, make_ingest):
+    ingest = make_ingest(part, guard=GrowthGuard(0.0, 1e-6), size_of=lambda: 10_000)
+    with pytest.raises(Refused) as full:
+        ingest.take(fields(1), "t")
+    assert full.value.code == STORE_FULL and "hard limit" in full.value.detail
+    assert ingest.rejected == {"store_full": 1}
+
+
+def test_close_writes_what_is_queued(part):
+    ingest = Ingest(part, flush_period_s=60.0)
+    for i in range(10):
+        ingest.submit(ingest.take(fields(i), "t"))
+    ingest.close()
+    assert intents(part) == [f"r{i}" for i in range(10)]
+    with pytest.raises(StoreWriteFailed):
+        ingest.record(ingest.take(fields(11), "t")).result(1)
+
+
+ACKING_WRITER = """
+import sys
+from robot_memory.ingest import Ingest
+from robot_memory.store import MemoryStore
+sys.path.insert(0, sys.argv[2])
+from test_ingest import fields
+ingest = Ingest(MemoryStore(sys.argv[1]).partition("a" * 64), flush_period_s=0.02)
+i = 0
+while True:
+    for j in range(20):  # topic traffic between the acknowledged writes
+        ingest.submit(ingest.take(fields(i * 100 + j, intent_id=f"topic-{i}-{j}"), "t"))
+    stored = ingest.record(ingest.take(fields(i, intent_id=f"ack-{i}"), "s")).result()
+    print(f"ack-{i} {stored.id}", flush=True)
+    i += 1
+"""
+
+
+def test_kill_9_loses_no_acknowledged_event(db_url, part, tmp_path):
+    writer = subprocess.Popen([sys.executable, "-c", ACKING_WRITER, db_url,
+                               os.path.dirname(__file__)], stdout=subprocess.PIPE, text=True)
+    acked = {}
+    try:
+        deadline = time.monotonic() + 60
+        while len(acked) < 50 and time.monotonic() < deadline:
+            name, event_id = writer.stdout.readline().split()
+            acked[name] = int(event_id)
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    assert len(acked) >= 50
+    stored = {e.payload["intent_id"]: e.id for e in part.events([EXECUTION_RESULT])}
+    assert all(stored.get(name) == event_id for name, event_id in acked.items())
+    assert verify_chain(part).ok

@@ -8,3 +8,4 @@ FACT_CONSULTATION = "fact_consultation"  # a grounding answer: requester, intent
 IDENTITY_VERIFICATION = "identity_verification"  # the verifier's boot check passed
 PRIVACY_REJECTION = "privacy_rejection"  # a refused result: field and category, no value
 OVERRIDE = "override"  # a human correction: operator fact, invalidate, freeze, reset
+SCHEMA_MIGRATION = "schema_migration"  # the store's schema was upgraded (columns added)

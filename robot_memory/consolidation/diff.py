@@ -15,8 +15,7 @@ def _flat(value: dict) -> dict:
 
 
 def format_diff(report: PassReport) -> str:
-    mode = "applied" if report.applied else "dry run, nothing written"
-    lines = [f"{report.summary()} [{mode}]"]
+    lines = [f"{report.summary()} [{report.outcome()}]"]
     new = [c for c in report.changes if c.old is None]
     changed = [c for c in report.changes if c.old is not None]
     status_changes = [c for c in changed if c.old.status != c.new.status]

@@ -12,27 +12,41 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql
 
 from robot_memory.canonical import canonical_json, sha256_hex
+from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
 from robot_memory.store.engine import create_store_engine
+from robot_memory.store.facets import facet_rows
 from robot_memory.store.guards import install_append_only_guards
 from robot_memory.store.schema import (
     GENESIS_HASH,
+    OBSERVATION,
+    PARAMETER,
     SCHEMA_VERSION,
     chain_heads,
+    consolidation_state,
     events,
     metadata,
+    result_facets,
+    result_values,
     semantic_facts,
     store_info,
 )
+
+# Schema versions this code can open: older ones are migrated (store/migration.py).
+MIGRATABLE_VERSIONS = (1,)
 
 SCHEMA_LOCK_KEY = 0x524D454D  # pg_advisory_xact_lock key for schema creation
 
 
 class StoreError(Exception):
     """Raised when the store cannot be opened or has an unknown schema version."""
+
+
+class ConcurrentPass(Exception):
+    """Raised when another pass committed for this identity while this one was computing."""
 
 
 @dataclass(frozen=True)
@@ -90,8 +104,9 @@ def fact_from_row(row) -> FactRow:
 class MemoryStore:
     """Opens (and on first use creates) the store at a SQLAlchemy URL."""
 
-    def __init__(self, url: str, *, synchronous: str = "NORMAL"):
+    def __init__(self, url: str, *, synchronous: str = "NORMAL", migrate: bool = True):
         self.url = url
+        self.migrated_from: int | None = None  # schema version this open migrated from
         self.engine = create_store_engine(url, synchronous)
         self._writer = self.engine.execution_options(write=True)
         # SQLite's read transactions are snapshots already; PostgreSQL's default (read
@@ -109,9 +124,15 @@ class MemoryStore:
             if version is None:
                 conn.execute(insert(store_info).values(key="schema_version",
                                                        value=str(SCHEMA_VERSION)))
-            elif int(version) != SCHEMA_VERSION:
+            elif int(version) != SCHEMA_VERSION and not (
+                    migrate and int(version) in MIGRATABLE_VERSIONS):
                 raise StoreError(f"store {url} has schema version {version}, "
-                                 f"this robot_memory reads version {SCHEMA_VERSION}")
+                                 f"this robot_memory reads version {SCHEMA_VERSION}"
+                                 + (" (run `robot-memory migrate`)"
+                                    if int(version) in MIGRATABLE_VERSIONS else ""))
+        if version is not None and int(version) != SCHEMA_VERSION:
+            from robot_memory.store.migration import migrate_store  # needs integrity
+            self.migrated_from = migrate_store(self).from_version
 
     def read(self):
         """A read transaction (a consistent snapshot)."""
@@ -131,6 +152,58 @@ class MemoryStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def insert_facets(conn: Connection, results: list[tuple[int, int, int, str]],
+                  identity_hash: str) -> int:
+    """Index (event id, seq, stamp_ns, payload_json) execution results in result_facets
+    and result_values; returns how many."""
+    facets, values = [], []
+    for event_id, seq, stamp_ns, payload_json in results:
+        facet, named = facet_rows(event_id, identity_hash, seq, stamp_ns, payload_json)
+        facets.append(facet)
+        values += named
+    if facets:
+        conn.execute(insert(result_facets), facets)
+    if values:
+        conn.execute(insert(result_values), values)
+    return len(facets)
+
+
+def _bucket_sql(bucket_ns: int) -> str:
+    """Floor division of stamp_ns by the bucket width, as Python's // (SQL truncates)."""
+    b = int(bucket_ns)
+    return (f"CASE WHEN f.stamp_ns >= 0 THEN f.stamp_ns / {b} "
+            f"ELSE -(({b - 1} - f.stamp_ns) / {b}) END")
+
+
+_RANGE = "f.identity_hash = :ident AND f.seq > :lo AND f.seq <= :hi"
+
+
+@dataclass
+class ResultAggregates:
+    """Execution results of a range of one chain, aggregated in SQL.
+
+    outcomes: (invalid_reason, skill_id, target_class, environment, zone, success,
+      failure_reason, has_observations, bucket, count, min id, max id, max stamp, min seq)
+    parameters: (skill_id, target_class, environment, success, failure_reason, name,
+      value_repr, count)
+    observations: (target_class, name, value_repr, count, max id, max stamp)
+    """
+
+    outcomes: list[tuple]
+    parameters: list[tuple]
+    observations: list[tuple]
+
+
+@dataclass(frozen=True)
+class FactWrite:
+    """A fact a pass writes: a new row (row_id None) or an update of row `row_id`."""
+
+    row_id: int | None
+    kind: str
+    key: str
+    values: dict[str, Any]
 
 
 class Partition:
@@ -170,6 +243,9 @@ class Partition:
         ids = dict(conn.execute(select(events.c.seq, events.c.id).where(
             events.c.identity_hash == self.identity_hash,
             events.c.seq >= rows[0]["seq"])).all())
+        insert_facets(conn, [(ids[r["seq"]], r["seq"], r["stamp_ns"], r["payload_json"])
+                             for r in rows if r["kind"] == EXECUTION_RESULT],
+                      self.identity_hash)
         return [StoredEvent(ids[r["seq"]], r["seq"], r["kind"], r["stamp_ns"],
                             json.loads(r["payload_json"]), r["prev_hash"], r["event_hash"])
                 for r in rows]
@@ -242,6 +318,41 @@ class Partition:
                 return
             cursor = batch[-1][1]
 
+    def result_aggregates(self, after_seq: int, until_seq: int, bucket_ns: int,
+                          conn: Connection, until_stamp_ns: int | None = None
+                          ) -> ResultAggregates:
+        """The execution results after_seq < seq <= until_seq (and stamp <= until_stamp_ns)
+        grouped by what the rules group and count by: value x count, never one row per
+        event (a pass over 10^6 events holds only the groups)."""
+        where = _RANGE + ("" if until_stamp_ns is None else " AND f.stamp_ns <= :ts")
+        binds = {"ident": self.identity_hash, "lo": after_seq, "hi": until_seq,
+                 "ts": until_stamp_ns}
+        binds = {k: v for k, v in binds.items() if v is not None or k != "ts"}
+        outcomes = conn.execute(text(
+            "SELECT f.invalid_reason, f.skill_id, f.target_class, f.environment, f.zone, "
+            "f.success, f.failure_reason, f.has_observations, "
+            f"{_bucket_sql(bucket_ns)} AS bucket, count(*), min(f.event_id), "
+            f"max(f.event_id), max(f.stamp_ns), min(f.seq) FROM result_facets f WHERE {where} "
+            "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9"), binds).all()
+        valid = [row for row in outcomes if row[0] is None]
+        if not valid:
+            return ResultAggregates(outcomes, [], [])
+        # Event ids grow with seq within a chain: the id range bounds the values' scan.
+        ids = {**binds, "id_lo": min(r[10] for r in valid), "id_hi": max(r[11] for r in valid)}
+        values_where = ("v.event_id >= :id_lo AND v.event_id <= :id_hi AND "
+                        f"v.source = {{source}} AND {where}")
+        join = "FROM result_values v JOIN result_facets f ON f.event_id = v.event_id"
+        parameters = conn.execute(text(
+            "SELECT f.skill_id, f.target_class, f.environment, f.success, f.failure_reason, "
+            f"v.name, v.value_repr, count(*) {join} "
+            f"WHERE {values_where.format(source=PARAMETER)} GROUP BY 1, 2, 3, 4, 5, 6, 7"),
+            ids).all()
+        observations = conn.execute(text(
+            "SELECT f.target_class, v.name, v.value_repr, count(*), max(f.event_id), "
+            f"max(f.stamp_ns) {join} WHERE {values_where.format(source=OBSERVATION)} "
+            "AND f.target_class <> '' GROUP BY 1, 2, 3"), ids).all()
+        return ResultAggregates(outcomes, parameters, observations)
+
     def event_by_id(self, event_id: int) -> StoredEvent | None:
         with self.store.read() as conn:
             row = conn.execute(select(events).where(events.c.identity_hash == self.identity_hash,
@@ -292,3 +403,72 @@ class Partition:
             with self.store.read() as own:
                 return [fact_from_row(r) for r in own.execute(query)]
         return [fact_from_row(r) for r in conn.execute(query)]
+
+    # -- consolidation state ----------------------------------------------------------
+    def consolidation_states(self, kind: str, keys: Iterable[str], conn: Connection
+                             ) -> dict[str, str]:
+        """Stored state JSON of these keys of one fact kind (the keys that have one)."""
+        keys, found = sorted(keys), {}
+        for start in range(0, len(keys), 500):  # stay under bind-parameter limits
+            found.update(conn.execute(
+                select(consolidation_state.c.fact_key, consolidation_state.c.state_json)
+                .where(consolidation_state.c.identity_hash == self.identity_hash,
+                       consolidation_state.c.fact_kind == kind,
+                       consolidation_state.c.fact_key.in_(keys[start:start + 500]))).all())
+        return found
+
+    def all_consolidation_states(self, conn: Connection) -> list[tuple[str, str, str]]:
+        """(kind, key, state_json) of every state, in key order (for an archive)."""
+        return conn.execute(select(consolidation_state.c.fact_kind,
+                                   consolidation_state.c.fact_key,
+                                   consolidation_state.c.state_json)
+                            .where(consolidation_state.c.identity_hash == self.identity_hash)
+                            .order_by(consolidation_state.c.fact_kind,
+                                      consolidation_state.c.fact_key)).all()
+
+    def commit_pass(self, expect_run_seq: int, reset: bool,
+                    states: list[tuple[str, str, str, bool]], facts: list[FactWrite],
+                    new_events: list[NewEvent]) -> list[StoredEvent]:
+        """A pass's whole result in ONE transaction: after a reset the derived tier is
+        dropped, then the states (kind, key, state_json, already stored), the facts and
+        the events (conflicts and the run) are written. Raises ConcurrentPass if a pass
+        committed since the one this pass built on (seq expect_run_seq)."""
+        with self.store.write() as conn:
+            run = self.latest_event(CONSOLIDATION_RUN, conn=conn)
+            if (run.seq if run else 0) != expect_run_seq:
+                raise ConcurrentPass("another consolidation pass committed first; retry")
+            if reset:  # archived and logged by the override: derived rows only
+                for table in (semantic_facts, consolidation_state):
+                    conn.execute(delete(table).where(
+                        table.c.identity_hash == self.identity_hash))
+            self._write_states(conn, states)
+            self._write_facts(conn, facts)
+            return self.append_in(conn, new_events)
+
+    def _write_states(self, conn: Connection, states: list[tuple[str, str, str, bool]]) -> None:
+        ident = self.identity_hash
+        new_rows = [{"identity_hash": ident, "fact_kind": kind, "fact_key": key,
+                     "state_json": state} for kind, key, state, stored in states if not stored]
+        if new_rows:
+            conn.execute(insert(consolidation_state), new_rows)
+        changed = [{"b_identity": ident, "b_kind": kind, "b_key": key, "b_state": state}
+                   for kind, key, state, stored in states if stored]
+        if changed:  # one executemany, not a statement per row
+            conn.execute(update(consolidation_state).where(
+                consolidation_state.c.identity_hash == bindparam("b_identity"),
+                consolidation_state.c.fact_kind == bindparam("b_kind"),
+                consolidation_state.c.fact_key == bindparam("b_key"))
+                .values(state_json=bindparam("b_state")), changed)
+
+    def _write_facts(self, conn: Connection, facts: list[FactWrite]) -> None:
+        ident = self.identity_hash
+        new_rows = [{"identity_hash": ident, "fact_kind": f.kind, "fact_key": f.key,
+                     **f.values} for f in facts if f.row_id is None]
+        if new_rows:
+            conn.execute(insert(semantic_facts), new_rows)
+        updates = [{"b_id": f.row_id, **{f"b_{k}": v for k, v in f.values.items()}}
+                   for f in facts if f.row_id is not None]
+        if updates:
+            columns = next(f for f in facts if f.row_id is not None).values.keys()
+            conn.execute(update(semantic_facts).where(semantic_facts.c.id == bindparam("b_id"))
+                         .values({name: bindparam(f"b_{name}") for name in columns}), updates)

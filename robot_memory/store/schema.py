@@ -5,7 +5,8 @@ from __future__ import annotations
 from sqlalchemy import (BigInteger, Column, Float, Index, Integer, MetaData, String, Table, Text,
                         UniqueConstraint)
 
-SCHEMA_VERSION = 1
+# 2: result_facets and result_values (what the rules group and count by, typed).
+SCHEMA_VERSION = 2
 GENESIS_HASH = "0" * 64
 
 metadata = MetaData()
@@ -82,3 +83,40 @@ verified_checkpoints = Table(
     # Where the next boot's sample of older history starts (chain position).
     Column("sample_from_seq", BigInteger, nullable=False),
 )
+
+# What the consolidation rules group and count by, one row per execution_result event,
+# filled when the event is appended (schema 2; a v1 store is back-filled by the
+# migration). Derived from the canonical payload, which alone is hashed: these rows are
+# an index, not history. invalid_reason is set (and the rest empty) when the payload
+# does not make a record the rules can read.
+result_facets = Table(
+    "result_facets", metadata,
+    Column("event_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=False),
+    Column("identity_hash", String(64), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("stamp_ns", BigInteger, nullable=False),
+    Column("skill_id", Text, nullable=False),
+    Column("target_class", Text, nullable=False),
+    Column("environment", Text, nullable=False),
+    Column("zone", Text, nullable=False),
+    Column("success", Integer, nullable=False),
+    Column("failure_reason", Text, nullable=False),
+    Column("has_observations", Integer, nullable=False),
+    Column("invalid_reason", Text, nullable=True),
+)
+Index("ix_result_facets_identity_seq", result_facets.c.identity_hash, result_facets.c.seq)
+
+# Parameters (source 0) and observations (source 1) of those results, one row per name.
+# The value is kept as repr(float): the exact key of the rules' multisets (a REAL column
+# would merge 0.0 and -0.0, which the multisets keep apart).
+result_values = Table(
+    "result_values", metadata,
+    Column("event_id", BigInteger().with_variant(Integer, "sqlite"), nullable=False),
+    Column("source", Integer, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("value_repr", Text, nullable=False),
+)
+Index("ix_result_values_event", result_values.c.event_id, result_values.c.source)
+
+PARAMETER, OBSERVATION = 0, 1

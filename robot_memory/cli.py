@@ -228,6 +228,15 @@ def cmd_verify(args) -> int:
     return 0 if verdict.ok else 1
 
 
+def cmd_migrate(args) -> int:
+    from robot_memory.store import MemoryStore
+    store = MemoryStore(args.db)  # opening migrates: verified before and after, logged
+    print(store.migration.summary() if store.migration else
+          "store schema is current: nothing to migrate")
+    store.close()
+    return 0
+
+
 def _parse_overrides(pairs: list[str]) -> dict[str, Any]:
     import yaml
     overrides = {}
@@ -331,6 +340,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="SQLite integrity_check and a re-hash of every event (default: the "
                         "verifier's fast boot check)")
     p.set_defaults(func=cmd_verify)
+
+    p = with_store(verbs.add_parser("migrate", help="upgrade an older store's schema (also "
+                                                    "done when a node opens it)"),
+                   identity=False)
+    p.set_defaults(func=cmd_migrate)
 
     p = verbs.add_parser("bringup", help="start the four nodes (what the launch file starts)")
     p.add_argument("--manifest", required=True)

@@ -106,7 +106,7 @@ class MemoryStore:
 
     def __init__(self, url: str, *, synchronous: str = "NORMAL", migrate: bool = True):
         self.url = url
-        self.migrated_from: int | None = None  # schema version this open migrated from
+        self.migration = None  # the MigrationReport, when this open upgraded the schema
         self.engine = create_store_engine(url, synchronous)
         self._writer = self.engine.execution_options(write=True)
         # SQLite's read transactions are snapshots already; PostgreSQL's default (read
@@ -132,7 +132,7 @@ class MemoryStore:
                                     if int(version) in MIGRATABLE_VERSIONS else ""))
         if version is not None and int(version) != SCHEMA_VERSION:
             from robot_memory.store.migration import migrate_store  # needs integrity
-            self.migrated_from = migrate_store(self).from_version
+            self.migration = migrate_store(self)
 
     def read(self):
         """A read transaction (a consistent snapshot)."""

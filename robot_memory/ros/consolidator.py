@@ -14,8 +14,7 @@ import sys
 from rclpy.clock import Clock, ClockType
 
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
-from robot_memory.consolidation.consolidation_pass import (checkpoint, latest_run_id,
-                                                           overrides_waiting)
+from robot_memory.consolidation.checkpoint import overrides_waiting, read_checkpoint
 from robot_memory.consolidation.overrides import OverrideError, record_override
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.consolidation.rules import STATUS_ACTIVE
@@ -89,8 +88,9 @@ class Consolidator(ManagedMemoryNode):
             return
         try:
             with self.partition.store.read() as conn:
-                waiting = self.partition.head(conn)[0] - checkpoint(self.partition, conn)[2]
-                overrides = overrides_waiting(self.partition, conn)
+                done = read_checkpoint(self.partition, conn)
+                waiting = self.partition.head(conn)[0] - done.done_seq
+                overrides = overrides_waiting(self.partition, conn, done)
         except Exception as exc:  # the store is away (server restart, lock): poll again
             self.last_error = f"cannot read the store: {exc}"
             self.get_logger().warning(self.last_error, throttle_duration_sec=60.0)
@@ -186,7 +186,7 @@ class Consolidator(ManagedMemoryNode):
     def _load_snapshot(self) -> None:
         """Messages for every fact, kept so a pass only converts the facts it changed."""
         with self.partition.store.read() as conn:
-            run = latest_run_id(self.partition, conn)
+            run = read_checkpoint(self.partition, conn).run_event_id
             self._fact_msgs = {(f.kind, f.key): fact_to_msg(f)
                                for f in self.partition.facts(conn=conn)}
         self._run_event_id = run

@@ -18,11 +18,10 @@ from sqlalchemy.dialects import postgresql
 from robot_memory.canonical import canonical_json, sha256_hex
 from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
 from robot_memory.store.engine import create_store_engine
-from robot_memory.store.facets import facet_rows
+from robot_memory.store.facets import ComboIds, insert_facets
 from robot_memory.store.guards import install_append_only_guards
 from robot_memory.store.schema import (
     GENESIS_HASH,
-    OBSERVATION,
     PARAMETER,
     SCHEMA_VERSION,
     chain_heads,
@@ -30,7 +29,6 @@ from robot_memory.store.schema import (
     events,
     metadata,
     result_facets,
-    result_values,
     semantic_facts,
     store_info,
 )
@@ -154,30 +152,12 @@ class MemoryStore:
         self.engine.dispose()
 
 
-def insert_facets(conn: Connection, results: list[tuple[int, int, int, str]],
-                  identity_hash: str) -> int:
-    """Index (event id, seq, stamp_ns, payload_json) execution results in result_facets
-    and result_values; returns how many."""
-    facets, values = [], []
-    for event_id, seq, stamp_ns, payload_json in results:
-        facet, named = facet_rows(event_id, identity_hash, seq, stamp_ns, payload_json)
-        facets.append(facet)
-        values += named
-    if facets:
-        conn.execute(insert(result_facets), facets)
-    if values:
-        conn.execute(insert(result_values), values)
-    return len(facets)
-
-
 def _bucket_sql(bucket_ns: int) -> str:
     """Floor division of stamp_ns by the bucket width, as Python's // (SQL truncates)."""
     b = int(bucket_ns)
-    return (f"CASE WHEN f.stamp_ns >= 0 THEN f.stamp_ns / {b} "
-            f"ELSE -(({b - 1} - f.stamp_ns) / {b}) END")
+    return f"CASE WHEN stamp_ns >= 0 THEN stamp_ns / {b} ELSE -(({b - 1} - stamp_ns) / {b}) END"
 
 
-_RANGE = "f.identity_hash = :ident AND f.seq > :lo AND f.seq <= :hi"
 
 
 @dataclass
@@ -212,6 +192,7 @@ class Partition:
     def __init__(self, store: MemoryStore, identity_hash: str):
         self.store = store
         self.identity_hash = identity_hash
+        self._combos = ComboIds(identity_hash)
 
     # -- episodic log -----------------------------------------------------------------
     def append(self, kind: str, payload: dict[str, Any], stamp_ns: int) -> StoredEvent:
@@ -244,8 +225,7 @@ class Partition:
             events.c.identity_hash == self.identity_hash,
             events.c.seq >= rows[0]["seq"])).all())
         insert_facets(conn, [(ids[r["seq"]], r["seq"], r["stamp_ns"], r["payload_json"])
-                             for r in rows if r["kind"] == EXECUTION_RESULT],
-                      self.identity_hash)
+                             for r in rows if r["kind"] == EXECUTION_RESULT], self._combos)
         return [StoredEvent(ids[r["seq"]], r["seq"], r["kind"], r["stamp_ns"],
                             json.loads(r["payload_json"]), r["prev_hash"], r["event_hash"])
                 for r in rows]
@@ -323,34 +303,42 @@ class Partition:
                           ) -> ResultAggregates:
         """The execution results after_seq < seq <= until_seq (and stamp <= until_stamp_ns)
         grouped by what the rules group and count by: value x count, never one row per
-        event (a pass over 10^6 events holds only the groups)."""
-        where = _RANGE + ("" if until_stamp_ns is None else " AND f.stamp_ns <= :ts")
-        binds = {"ident": self.identity_hash, "lo": after_seq, "hi": until_seq,
-                 "ts": until_stamp_ns}
-        binds = {k: v for k, v in binds.items() if v is not None or k != "ts"}
-        outcomes = conn.execute(text(
-            "SELECT f.invalid_reason, f.skill_id, f.target_class, f.environment, f.zone, "
-            "f.success, f.failure_reason, f.has_observations, "
-            f"{_bucket_sql(bucket_ns)} AS bucket, count(*), min(f.event_id), "
-            f"max(f.event_id), max(f.stamp_ns), min(f.seq) FROM result_facets f WHERE {where} "
-            "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9"), binds).all()
-        valid = [row for row in outcomes if row[0] is None]
-        if not valid:
-            return ResultAggregates(outcomes, [], [])
-        # Event ids grow with seq within a chain: the id range bounds the values' scan.
-        ids = {**binds, "id_lo": min(r[10] for r in valid), "id_hi": max(r[11] for r in valid)}
-        values_where = ("v.event_id >= :id_lo AND v.event_id <= :id_hi AND "
-                        f"v.source = {{source}} AND {where}")
-        join = "FROM result_values v JOIN result_facets f ON f.event_id = v.event_id"
-        parameters = conn.execute(text(
-            "SELECT f.skill_id, f.target_class, f.environment, f.success, f.failure_reason, "
-            f"v.name, v.value_repr, count(*) {join} "
-            f"WHERE {values_where.format(source=PARAMETER)} GROUP BY 1, 2, 3, 4, 5, 6, 7"),
-            ids).all()
-        observations = conn.execute(text(
-            "SELECT f.target_class, v.name, v.value_repr, count(*), max(f.event_id), "
-            f"max(f.stamp_ns) {join} WHERE {values_where.format(source=OBSERVATION)} "
-            "AND f.target_class <> '' GROUP BY 1, 2, 3"), ids).all()
+        event (a pass over 10^6 events holds only the groups). The database groups by
+        small integers (combination, time bucket); the combinations are spelled out here."""
+        stamp = "" if until_stamp_ns is None else " AND stamp_ns <= :ts"
+        binds = {"ident": self.identity_hash, "lo": after_seq, "hi": until_seq}
+        if until_stamp_ns is not None:
+            binds["ts"] = until_stamp_ns
+        grouped = conn.execute(text(
+            f"SELECT combo_id, {_bucket_sql(bucket_ns)} AS bucket, count(*), min(event_id), "
+            "max(event_id), max(stamp_ns), min(seq) FROM result_facets "
+            f"WHERE identity_hash = :ident AND seq > :lo AND seq <= :hi{stamp} "
+            "GROUP BY 1, 2"), binds).all()
+        if not grouped:
+            return ResultAggregates([], [], [])
+        combos = self._combos.load(conn)
+        outcomes = [(combo[7] or None, *combo[:7], bucket, count, min_id, max_id, max_stamp,
+                     min_seq) for combo_id, bucket, count, min_id, max_id, max_stamp, min_seq
+                    in grouped for combo in (combos[combo_id],)]
+        # Event ids grow with seq within a chain: the id range is the chain range (rows
+        # of other identities in it have other combinations and are left out below).
+        values = conn.execute(text(
+            "SELECT combo_id, source, name, value_repr, count(*), max(event_id), "
+            "max(stamp_ns) FROM result_values WHERE event_id >= :id_lo AND event_id <= :id_hi"
+            f"{stamp} GROUP BY 1, 2, 3, 4"),
+            {"id_lo": min(r[3] for r in grouped), "id_hi": max(r[4] for r in grouped),
+             **({"ts": until_stamp_ns} if until_stamp_ns is not None else {})}).all()
+        parameters, observations = [], []
+        for combo_id, source, name, value, count, max_id, max_stamp in values:
+            combo = combos.get(combo_id)
+            if combo is None:
+                continue  # another identity's
+            skill, target, environment, _zone, success, reason = combo[:6]
+            if source == PARAMETER:
+                parameters.append((skill, target, environment, success, reason, name, value,
+                                   count))
+            elif target:
+                observations.append((target, name, value, count, max_id, max_stamp))
         return ResultAggregates(outcomes, parameters, observations)
 
     def event_by_id(self, event_id: int) -> StoredEvent | None:

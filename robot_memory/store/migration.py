@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import select, text, update
 
 from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
-from robot_memory.store.episodic import (SCHEMA_LOCK_KEY, MemoryStore, NewEvent, StoreError,
-                                         insert_facets)
+from robot_memory.store.episodic import SCHEMA_LOCK_KEY, MemoryStore, NewEvent, StoreError
+from robot_memory.store.facets import ComboIds, insert_facets
 from robot_memory.store.integrity import verify_chain
 from robot_memory.store.schema import SCHEMA_VERSION, chain_heads, events, store_info
 
@@ -89,14 +89,14 @@ def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationR
 
 
 def _backfill(conn, identity: str) -> int:
-    cursor, indexed = 0, 0
+    cursor, indexed, combos = 0, 0, ComboIds(identity)
     while True:
         batch = conn.execute(select(events.c.id, events.c.seq, events.c.stamp_ns,
                                     events.c.payload_json)
                              .where(events.c.identity_hash == identity,
                                     events.c.kind == EXECUTION_RESULT, events.c.seq > cursor)
                              .order_by(events.c.seq).limit(BATCH)).all()
-        indexed += insert_facets(conn, [tuple(row) for row in batch], identity)
+        indexed += insert_facets(conn, [tuple(row) for row in batch], combos)
         if len(batch) < BATCH:
             return indexed
         cursor = batch[-1][1]

@@ -17,7 +17,7 @@ from robot_memory.consolidation import consolidation_pass, facts_snapshot, repla
 from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
 from robot_memory.store import MemoryStore, NewEvent, verify_chain
 from robot_memory.store.episodic import StoreError
-from robot_memory.store.schema import SCHEMA_VERSION, result_facets
+from robot_memory.store.schema import SCHEMA_VERSION, result_combos, result_facets
 
 IDENT, OTHER = "d" * 64, "e" * 64
 
@@ -35,8 +35,8 @@ def build_v1_store(path, consolidated_events: int = 150, later_events: int = 100
     part.append_many(events[consolidated_events:])
     store.close()
     with closing(sqlite3.connect(path)) as conn:
-        conn.execute("DROP TABLE result_values")
-        conn.execute("DROP TABLE result_facets")
+        for table in ("result_values", "result_facets", "result_combos"):
+            conn.execute(f"DROP TABLE {table}")
         conn.execute("UPDATE store_info SET value = '1' WHERE key = 'schema_version'")
         conn.commit()
 
@@ -65,8 +65,9 @@ def test_a_v1_store_migrates_on_open_verifies_and_keeps_every_event(tmp_path):
         assert verify_chain(store.partition(ident)).ok
     with store.read() as conn:
         indexed = conn.execute(select(func.count()).select_from(result_facets)).scalar()
-        invalid = conn.execute(select(func.count()).select_from(result_facets).where(
-            result_facets.c.invalid_reason.is_not(None))).scalar()
+        invalid = conn.execute(select(func.count()).select_from(result_facets.join(
+            result_combos, result_combos.c.combo_id == result_facets.c.combo_id)).where(
+            result_combos.c.invalid_reason != "")).scalar()
     assert (indexed, invalid) == (271, 1)
     store.close()
     assert MemoryStore(f"sqlite:///{path}").migration is None  # once only

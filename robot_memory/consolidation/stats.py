@@ -8,11 +8,14 @@ invariant 4). Conversion to float happens once, when a fact is rendered.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from fractions import Fraction
+from itertools import accumulate
 
 import numpy as np
 
-Multiset = dict[str, int]  # repr(float) -> count; repr round-trips exactly
+Multiset = dict[str, int]
+NUMPY_FROM = 64  # distinct values from which quantiles use numpy arrays  # repr(float) -> count; repr round-trips exactly
 
 
 def multiset_add(bag: Multiset, value: float, count: int = 1) -> None:
@@ -44,15 +47,22 @@ def _quantiles(items: list[tuple[float, int]], ps: tuple[float, ...]) -> list[fl
     index and a fraction r/d; the result low + (high - low) * r/d is one correctly
     rounded int / int division (what float(Fraction) computes, at a fraction of the cost).
     """
-    counts = np.fromiter((c for _, c in items), dtype=np.int64, count=len(items))
-    ends = np.cumsum(counts)  # items[i] covers positions ends[i-1] .. ends[i]-1
-    n = int(ends[-1])
+    if len(items) > NUMPY_FROM:
+        ends = np.cumsum(np.fromiter((c for _, c in items), dtype=np.int64, count=len(items)))
+
+        def at(position: int) -> float:
+            return items[int(np.searchsorted(ends, position, side="right"))][0]
+    else:  # a few distinct values: numpy's call overhead would cost more than the work
+        ends = list(accumulate(c for _, c in items))
+
+        def at(position: int) -> float:
+            return items[bisect_right(ends, position)][0]
+    n = int(ends[-1])  # items[i] covers positions ends[i-1] .. ends[i]-1
     out = []
     for p in ps:
         p_num, p_den = Fraction(p).as_integer_ratio()
         low_index, rest = divmod(p_num * (n - 1), p_den)
-        low = items[int(np.searchsorted(ends, low_index, side="right"))][0]
-        high = items[int(np.searchsorted(ends, min(low_index + 1, n - 1), side="right"))][0]
+        low, high = at(low_index), at(min(low_index + 1, n - 1))
         if rest == 0 or low == high:
             out.append(low)
             continue

@@ -14,8 +14,8 @@ from itertools import accumulate
 
 import numpy as np
 
-Multiset = dict[str, int]
-NUMPY_FROM = 64  # distinct values from which quantiles use numpy arrays  # repr(float) -> count; repr round-trips exactly
+Multiset = dict[str, int]  # repr(float) -> count; repr round-trips exactly
+NUMPY_FROM = 64  # distinct values from which quantiles use numpy arrays
 
 
 def multiset_add(bag: Multiset, value: float, count: int = 1) -> None:

@@ -224,21 +224,29 @@ def _conflict_event(change: FactChange) -> dict[str, Any] | None:
 
 
 def compute(inputs: PassInputs, config: RulesConfig) -> PassResult:
-    stored = set(inputs.stored_states)
-    states = merged_states(inputs.partials, inputs.stored_states, config)
-    rendered = render_all(states, config)
+    """Merge, render and diff, one group at a time: a group's state is serialised as soon
+    as it is rendered and its dicts let go, so a pass over 10^4 keys does not hold every
+    merged state beside its JSON."""
+    rendered: dict[GroupId, RenderedFact] = {}
+    rows = []
+    for kind in sorted(inputs.partials.groups):
+        rule, groups = RULES_BY_KIND[kind], inputs.partials.groups[kind]
+        for group in sorted(groups):
+            stored = (kind, group) in inputs.stored_states
+            state = inputs.stored_states.pop((kind, group), {})
+            rule.merge(state, groups.pop(group), config)
+            rendered.update(((f.kind, f.key), f) for f in rule.render(group, state, config))
+            rows.append((kind, group, canonical_json(state), stored))
     keys = set(rendered) | inputs.plan.keys_changed_after(inputs.checkpoint.override_seq)
     changes = []
     for key in sorted(keys):
-        evidence = rendered.get(key)
+        evidence = rendered.pop(key, None)
         if evidence is None and key in inputs.existing:
             evidence = fact_as_rendered(inputs.existing[key])
         fact = inputs.plan.finalize(key, evidence)
         old = inputs.existing.get(key)
         if fact is not None and (old is None or not _same(old, fact)):
             changes.append(FactChange(key[0], key[1], old, fact))
-    rows = [(kind, group, canonical_json(state), (kind, group) in stored)
-            for (kind, group), state in sorted(states.items())]
     return PassResult(rows, changes, [c for c in map(_conflict_event, changes) if c])
 
 

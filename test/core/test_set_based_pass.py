@@ -105,7 +105,7 @@ def check_equivalence(new_url: str, oracle_url: str, items, cuts: set[int]):
     return snapshot
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=stream, cuts=st.sets(st.integers(0, 40), max_size=6))
 def test_same_facts_states_and_events_as_the_per_event_engine_on_sqlite(items, cuts):
     with tempfile.TemporaryDirectory() as folder:
@@ -120,7 +120,7 @@ def test_same_facts_states_and_events_as_the_per_event_engine_on_postgresql(
     check_equivalence(pg_server.new_database(), pg_server.new_database(), items, cuts)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=st.lists(result.map(lambda r: ("result", r)), min_size=1, max_size=40),
        cuts=st.sets(st.integers(0, 40), max_size=6), seed=st.integers(0, 1000))
 def test_idempotent_order_and_cut_invariant(items, cuts, seed):

@@ -171,7 +171,7 @@ class ResultAggregates:
     observations: (target_class, name, value_repr, count, max id, max stamp)
     """
 
-    outcomes: list[tuple]
+    outcomes: Iterable[tuple]  # streamed: iterate once
     parameters: list[tuple]
     observations: list[tuple]
 
@@ -303,30 +303,27 @@ class Partition:
                           ) -> ResultAggregates:
         """The execution results after_seq < seq <= until_seq (and stamp <= until_stamp_ns)
         grouped by what the rules group and count by: value x count, never one row per
-        event (a pass over 10^6 events holds only the groups). The database groups by
-        small integers (combination, time bucket); the combinations are spelled out here."""
+        event. The database groups by small integers (combination, time bucket); the
+        combinations are spelled out here. `outcomes` streams from the cursor: iterate it
+        once, before any other query on this connection's snapshot is needed."""
         stamp = "" if until_stamp_ns is None else " AND stamp_ns <= :ts"
         binds = {"ident": self.identity_hash, "lo": after_seq, "hi": until_seq}
         if until_stamp_ns is not None:
             binds["ts"] = until_stamp_ns
-        grouped = conn.execute(text(
-            f"SELECT combo_id, {_bucket_sql(bucket_ns)} AS bucket, count(*), min(event_id), "
-            "max(event_id), max(stamp_ns), min(seq) FROM result_facets "
-            f"WHERE identity_hash = :ident AND seq > :lo AND seq <= :hi{stamp} "
-            "GROUP BY 1, 2"), binds).all()
-        if not grouped:
+        where = f"identity_hash = :ident AND seq > :lo AND seq <= :hi{stamp}"
+        id_lo, id_hi = conn.execute(text(
+            f"SELECT min(event_id), max(event_id) FROM result_facets WHERE {where}"),
+            binds).one()
+        if id_lo is None:
             return ResultAggregates([], [], [])
         combos = self._combos.load(conn)
-        outcomes = [(combo[7] or None, *combo[:7], bucket, count, min_id, max_id, max_stamp,
-                     min_seq) for combo_id, bucket, count, min_id, max_id, max_stamp, min_seq
-                    in grouped for combo in (combos[combo_id],)]
         # Event ids grow with seq within a chain: the id range is the chain range (rows
-        # of other identities in it have other combinations and are left out below).
+        # of other identities in it have other combinations and are left out).
         values = conn.execute(text(
             "SELECT combo_id, source, name, value_repr, count(*), max(event_id), "
             "max(stamp_ns) FROM result_values WHERE event_id >= :id_lo AND event_id <= :id_hi"
             f"{stamp} GROUP BY 1, 2, 3, 4"),
-            {"id_lo": min(r[3] for r in grouped), "id_hi": max(r[4] for r in grouped),
+            {"id_lo": id_lo, "id_hi": id_hi,
              **({"ts": until_stamp_ns} if until_stamp_ns is not None else {})}).all()
         parameters, observations = [], []
         for combo_id, source, name, value, count, max_id, max_stamp in values:
@@ -339,6 +336,15 @@ class Partition:
                                    count))
             elif target:
                 observations.append((target, name, value, count, max_id, max_stamp))
+        del values
+        grouped = conn.execute(text(
+            f"SELECT combo_id, {_bucket_sql(bucket_ns)} AS bucket, count(*), min(event_id), "
+            f"max(event_id), max(stamp_ns), min(seq) FROM result_facets WHERE {where} "
+            "GROUP BY 1, 2").execution_options(yield_per=5000), binds)
+        outcomes = ((combo[7] or None, *combo[:7], bucket, count, min_id, max_id, max_stamp,
+                     min_seq)
+                    for combo_id, bucket, count, min_id, max_id, max_stamp, min_seq in grouped
+                    for combo in (combos[combo_id],))
         return ResultAggregates(outcomes, parameters, observations)
 
     def event_by_id(self, event_id: int) -> StoredEvent | None:

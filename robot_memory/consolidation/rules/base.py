@@ -112,8 +112,8 @@ class Partials:
 class Rule(Protocol):
     """A consolidation rule: one fact kind, a mergeable JSON state per group.
 
-    extract/fold are the per-record path (explain and the reference engine); partials/
-    merge are the set-based path a pass takes; both must give the same state."""
+    extract/fold are the per-record path (explain and the reference engine); add_outcome/
+    add_values/merge are the set-based path a pass takes; both give the same state."""
 
     kind: str
 
@@ -127,8 +127,12 @@ class Rule(Protocol):
              config: RulesConfig) -> None:
         """Add one item to a group's state."""
 
-    def partials(self, aggregates, config: RulesConfig, into: Partials) -> None:
-        """Partial states of the groups a range touches, from its SQL aggregates."""
+    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
+        """Add one GROUP BY row of outcomes (see Partition.result_aggregates) to the
+        partial states of the groups a range touches."""
+
+    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+        """Add the range's parameters and observations (value x count)."""
 
     def merge(self, state: dict[str, Any], partial: dict[str, Any],
               config: RulesConfig) -> None:

@@ -33,27 +33,30 @@ class InteractionPattern:
         return [fact_key(state["skill_id"], state["target_class"], reason)
                 for reason in sorted(state["reasons"])]
 
-    def partials(self, aggregates, config: RulesConfig, into: Partials) -> None:
+    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
-        for (invalid, skill, target, _env, _zone, success, reason, _obs, bucket, count,
-             _min_id, max_id, max_stamp, _min_seq) in aggregates.outcomes:
-            if invalid is not None or success:
-                continue
-            key = fact_key(skill, target)
-            part = groups.get(key)
-            if part is None:
-                part = groups[key] = {"skill_id": skill, "target_class": target,
-                                      "failures": 0, "reasons": {}}
-            entry = part["reasons"].get(reason or "unspecified")
-            if entry is None:
-                entry = part["reasons"][reason or "unspecified"] = {
-                    "count": 0, "parameters": {}, "buckets": {}, "last_event_id": 0,
-                    "last_stamp_ns": 0}
-            part["failures"] += count
-            entry["count"] += count
-            add_counts(entry["buckets"], bucket, 0, count, width=1)
-            entry["last_event_id"] = max(entry["last_event_id"], max_id)
-            entry["last_stamp_ns"] = max(entry["last_stamp_ns"], max_stamp)
+        (invalid, skill, target, _env, _zone, success, reason, _obs, bucket, count, _min_id,
+         max_id, max_stamp, _min_seq) = row
+        if invalid is not None or success:
+            return
+        key = fact_key(skill, target)
+        part = groups.get(key)
+        if part is None:
+            part = groups[key] = {"skill_id": skill, "target_class": target,
+                                  "failures": 0, "reasons": {}}
+        entry = part["reasons"].get(reason or "unspecified")
+        if entry is None:
+            entry = part["reasons"][reason or "unspecified"] = {
+                "count": 0, "parameters": {}, "buckets": {}, "last_event_id": 0,
+                "last_stamp_ns": 0}
+        part["failures"] += count
+        entry["count"] += count
+        add_counts(entry["buckets"], bucket, 0, count, width=1)
+        entry["last_event_id"] = max(entry["last_event_id"], max_id)
+        entry["last_stamp_ns"] = max(entry["last_stamp_ns"], max_stamp)
+
+    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+        groups = into.groups.setdefault(self.kind, {})
         for (skill, target, _env, success, reason, name, value,
              count) in aggregates.parameters:
             if not success:

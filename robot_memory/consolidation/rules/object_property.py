@@ -41,16 +41,17 @@ class ObjectProperty:
     def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
         return [group]
 
-    def partials(self, aggregates, config: RulesConfig, into: Partials) -> None:
+    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
+        invalid, target, has_observations, count = row[0], row[2], row[7], row[9]
+        if invalid is not None:
+            return
+        if not target:
+            into.skip(f"{self.kind}:no_target_class", count)
+        elif not has_observations:
+            into.skip(f"{self.kind}:no_observations", count)
+
+    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
-        for (invalid, _skill, target, _env, _zone, _success, _reason, has_observations,
-             _bucket, count, *_rest) in aggregates.outcomes:
-            if invalid is not None:
-                continue
-            if not target:
-                into.skip(f"{self.kind}:no_target_class", count)
-            elif not has_observations:
-                into.skip(f"{self.kind}:no_observations", count)
         for target, name, value, count, max_id, max_stamp in aggregates.observations:
             key = fact_key(target, name)
             part = groups.get(key)

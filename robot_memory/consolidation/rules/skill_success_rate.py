@@ -29,27 +29,30 @@ class SkillSuccessRate:
     def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
         return [group]
 
-    def partials(self, aggregates, config: RulesConfig, into: Partials) -> None:
+    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
-        for (invalid, skill, target, environment, _zone, success, reason, _obs, bucket,
-             count, _min_id, max_id, max_stamp, _min_seq) in aggregates.outcomes:
-            if invalid is not None:
-                continue
-            key = fact_key(skill, target, environment)
-            part = groups.get(key)
-            if part is None:
-                part = groups[key] = {
-                    "skill_id": skill, "target_class": target, "environment": environment,
-                    "n": 0, "successes": 0, "success_parameters": {}, "failure_reasons": {},
-                    "buckets": {}, "last_event_id": 0, "last_stamp_ns": 0}
-            part["n"] += count
-            if success:
-                part["successes"] += count
-            else:
-                count_into(part["failure_reasons"], reason or "unspecified", count)
-            add_counts(part["buckets"], bucket, column_of(success, reason, config), count)
-            part["last_event_id"] = max(part["last_event_id"], max_id)
-            part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+        (invalid, skill, target, environment, _zone, success, reason, _obs, bucket, count,
+         _min_id, max_id, max_stamp, _min_seq) = row
+        if invalid is not None:
+            return
+        key = fact_key(skill, target, environment)
+        part = groups.get(key)
+        if part is None:
+            part = groups[key] = {
+                "skill_id": skill, "target_class": target, "environment": environment,
+                "n": 0, "successes": 0, "success_parameters": {}, "failure_reasons": {},
+                "buckets": {}, "last_event_id": 0, "last_stamp_ns": 0}
+        part["n"] += count
+        if success:
+            part["successes"] += count
+        else:
+            count_into(part["failure_reasons"], reason or "unspecified", count)
+        add_counts(part["buckets"], bucket, column_of(success, reason, config), count)
+        part["last_event_id"] = max(part["last_event_id"], max_id)
+        part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+
+    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+        groups = into.groups.setdefault(self.kind, {})
         for (skill, target, environment, success, _reason, name, value,
              count) in aggregates.parameters:
             if success:

@@ -32,32 +32,35 @@ class ZoneRisk:
     def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
         return [group]
 
-    def partials(self, aggregates, config: RulesConfig, into: Partials) -> None:
+    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
-        for (invalid, _skill, _target, environment, zone, success, reason, _obs, bucket,
-             count, _min_id, max_id, max_stamp, _min_seq) in aggregates.outcomes:
-            if invalid is not None:
-                continue
-            if not (zone or environment):
-                into.skip(f"{self.kind}:no_zone_or_environment", count)
-                continue
-            scope, name = ("zone", zone) if zone else ("environment", environment)
-            key = fact_key(scope, name)
-            part = groups.get(key)
-            if part is None:
-                part = groups[key] = {"scope": scope, "name": name, "n": 0, "incidents": 0,
-                                      "safety_incidents": 0, "failure_reasons": {},
-                                      "buckets": {}, "last_event_id": 0, "last_stamp_ns": 0}
-            part["n"] += count
-            if not success:
-                part["incidents"] += count
-                named = reason or "unspecified"
-                count_into(part["failure_reasons"], named, count)
-                if named in config.safety_failure_reasons:
-                    part["safety_incidents"] += count
-            add_counts(part["buckets"], bucket, column_of(success, reason, config), count)
-            part["last_event_id"] = max(part["last_event_id"], max_id)
-            part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+        (invalid, _skill, _target, environment, zone, success, reason, _obs, bucket, count,
+         _min_id, max_id, max_stamp, _min_seq) = row
+        if invalid is not None:
+            return
+        if not (zone or environment):
+            into.skip(f"{self.kind}:no_zone_or_environment", count)
+            return
+        scope, name = ("zone", zone) if zone else ("environment", environment)
+        key = fact_key(scope, name)
+        part = groups.get(key)
+        if part is None:
+            part = groups[key] = {"scope": scope, "name": name, "n": 0, "incidents": 0,
+                                  "safety_incidents": 0, "failure_reasons": {},
+                                  "buckets": {}, "last_event_id": 0, "last_stamp_ns": 0}
+        part["n"] += count
+        if not success:
+            part["incidents"] += count
+            named = reason or "unspecified"
+            count_into(part["failure_reasons"], named, count)
+            if named in config.safety_failure_reasons:
+                part["safety_incidents"] += count
+        add_counts(part["buckets"], bucket, column_of(success, reason, config), count)
+        part["last_event_id"] = max(part["last_event_id"], max_id)
+        part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+
+    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+        pass  # no parameters or observations
 
     def merge(self, state: dict[str, Any], partial: dict[str, Any],
               config: RulesConfig) -> None:

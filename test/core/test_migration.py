@@ -11,7 +11,7 @@ from contextlib import closing
 import oracle_consolidation
 import pytest
 from helpers import varied_events
-from sqlalchemy import func, select
+from sqlalchemy import create_engine, func, select, text
 
 from robot_memory.consolidation import consolidation_pass, facts_snapshot, replay_snapshot
 from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
@@ -125,3 +125,25 @@ def test_a_new_store_starts_at_the_current_schema_and_indexes_on_append(db_url):
         assert conn.exec_driver_sql("SELECT value FROM store_info").scalar() == \
             str(SCHEMA_VERSION)
     assert part.count_events(EXECUTION_RESULT) == 5
+
+
+def test_a_v1_store_migrates_on_postgresql(pg_url):
+    store = MemoryStore(pg_url)
+    part = store.partition(IDENT)
+    part.append_many(varied_events(60))
+    oracle_consolidation.consolidation_pass(part)
+    part.append_many(varied_events(90)[60:])
+    store.close()
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:  # what version 1 left: no result tables, version 1
+        for table in ("result_values", "result_facets", "result_combos"):
+            conn.execute(text(f"DROP TABLE {table}"))
+        conn.execute(text("UPDATE store_info SET value = '1' WHERE key = 'schema_version'"))
+    engine.dispose()
+    migrated = MemoryStore(pg_url)
+    assert migrated.migration.results_indexed == {IDENT: 90}
+    part = migrated.partition(IDENT)
+    assert verify_chain(part).ok
+    assert consolidation_pass(part).events_read == 30
+    assert facts_snapshot(part) == replay_snapshot(part)
+    migrated.close()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from robot_memory.canonical import canonical_json
@@ -45,10 +45,18 @@ GroupId = tuple[str, str]  # (fact kind, group key)
 
 @dataclass(frozen=True)
 class FactChange:
+    """A fact a pass writes. The new value travels as its canonical JSON (what is
+    stored), not as nested dicts: a pass over 10^4 keys holds 10^4 of these."""
+
     kind: str
     key: str
     old: FactRow | None
-    new: RenderedFact
+    new: RenderedFact  # its value is left out (None): see value_json / new_value
+    value_json: str
+
+    @property
+    def new_value(self) -> dict[str, Any]:
+        return json.loads(self.value_json)
 
 
 @dataclass
@@ -201,8 +209,8 @@ def render_all(states: dict[GroupId, dict[str, Any]], config: RulesConfig
             for f in RULES_BY_KIND[gid[0]].render(gid[1], states[gid], config)}
 
 
-def _same(old: FactRow, fact: RenderedFact) -> bool:
-    return (old.value_json == canonical_json(fact.value) and old.status == fact.status
+def _same(old: FactRow, fact: RenderedFact, value_json: str) -> bool:
+    return (old.value_json == value_json and old.status == fact.status
             and old.rule_version == fact.rule_version
             and old.confidence == fact.confidence and old.n_observations == fact.n_observations
             and old.last_supporting_event_id == fact.last_supporting_event_id
@@ -224,11 +232,23 @@ def _conflict_event(change: FactChange) -> dict[str, Any] | None:
             "status": {"from": was, "to": now}, "test": change.new.conflict}
 
 
+def _change(key: GroupId, fact: RenderedFact | None, old: FactRow | None
+            ) -> FactChange | None:
+    """The change to write for this key, if the finalized fact differs from the row."""
+    if fact is None:
+        return None
+    value_json = canonical_json(fact.value)
+    if old is not None and _same(old, fact, value_json):
+        return None
+    return FactChange(key[0], key[1], old, replace(fact, value=None), value_json)
+
+
 def compute(inputs: PassInputs, config: RulesConfig) -> PassResult:
-    """Merge, render and diff, one group at a time: a group's state is serialised as soon
-    as it is rendered and its dicts let go, so a pass over 10^4 keys does not hold every
-    merged state beside its JSON."""
-    rendered: dict[GroupId, RenderedFact] = {}
+    """Merge, render and diff, one group at a time: a group's state is serialised and its
+    facts diffed as soon as it is rendered, and its dicts let go, so a pass over 10^4
+    keys holds JSON text, not 10^4 merged states and rendered values."""
+    plan, existing = inputs.plan, inputs.existing
+    changes: dict[GroupId, FactChange | None] = {}
     rows = []
     for kind in sorted(inputs.partials.groups):
         rule, groups = RULES_BY_KIND[kind], inputs.partials.groups[kind]
@@ -236,23 +256,20 @@ def compute(inputs: PassInputs, config: RulesConfig) -> PassResult:
             stored = (kind, group) in inputs.stored_states
             state = inputs.stored_states.pop((kind, group), {})
             rule.merge(state, groups.pop(group), config)
-            rendered.update(((f.kind, f.key), f) for f in rule.render(group, state, config))
+            for fact in rule.render(group, state, config):
+                key = (fact.kind, fact.key)
+                changes[key] = _change(key, plan.finalize(key, fact), existing.get(key))
             rows.append((kind, group, canonical_json(state), stored))
-    keys = set(rendered) | inputs.plan.keys_changed_after(inputs.checkpoint.override_seq)
-    changes = []
-    for key in sorted(keys):
-        evidence = rendered.pop(key, None)
-        if evidence is None and key in inputs.existing:
-            evidence = fact_as_rendered(inputs.existing[key])
-        fact = inputs.plan.finalize(key, evidence)
-        old = inputs.existing.get(key)
-        if fact is not None and (old is None or not _same(old, fact)):
-            changes.append(FactChange(key[0], key[1], old, fact))
-    return PassResult(rows, changes, [c for c in map(_conflict_event, changes) if c])
+    for key in plan.keys_changed_after(inputs.checkpoint.override_seq) - changes.keys():
+        evidence = fact_as_rendered(existing[key]) if key in existing else None
+        changes[key] = _change(key, plan.finalize(key, evidence), existing.get(key))
+    ordered = [changes[key] for key in sorted(changes) if changes[key] is not None]
+    return PassResult(rows, ordered, [c for c in map(_conflict_event, ordered) if c])
 
 
-def _fact_values(fact: RenderedFact) -> dict[str, Any]:
-    return {"fact_value_json": canonical_json(fact.value), "status": fact.status,
+def _fact_values(change: FactChange) -> dict[str, Any]:
+    fact = change.new
+    return {"fact_value_json": change.value_json, "status": fact.status,
             "confidence": fact.confidence, "n_observations": fact.n_observations,
             "rule_version": fact.rule_version,
             "last_supporting_event_id": fact.last_supporting_event_id,
@@ -297,7 +314,7 @@ def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig()
         audit = [NewEvent(c["event_kind"], {k: v for k, v in c.items() if k != "event_kind"},
                           stamp) for c in result.conflicts]
         audit.append(NewEvent(CONSOLIDATION_RUN, run_payload(report, inputs), stamp))
-        facts = [FactWrite(c.old.id if c.old else None, c.kind, c.key, _fact_values(c.new))
+        facts = [FactWrite(c.old.id if c.old else None, c.kind, c.key, _fact_values(c))
                  for c in result.changes]
         written = partition.commit_pass(inputs.checkpoint.run_seq, inputs.reset_pending,
                                         result.states, facts, audit)

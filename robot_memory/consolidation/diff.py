@@ -22,10 +22,10 @@ def format_diff(report: PassReport) -> str:
     lines.append(f"{len(new)} new, {len(changed)} changed "
                  f"({len(status_changes)} status changes)")
     for change in new:
-        fields = ", ".join(f"{k}={v}" for k, v in _flat(change.new.value).items())
+        fields = ", ".join(f"{k}={v}" for k, v in _flat(change.new_value).items())
         lines.append(f"+ {change.kind} [{change.key}] {change.new.status}: {fields}")
     for change in changed:
-        old, new_ = _flat(change.old.value), _flat(change.new.value)
+        old, new_ = _flat(change.old.value), _flat(change.new_value)
         parts = [f"{k} {old.get(k)} -> {new_.get(k)}" for k in sorted(set(old) | set(new_))
                  if old.get(k) != new_.get(k)]
         if change.old.status != change.new.status:

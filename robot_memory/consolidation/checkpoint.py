@@ -14,7 +14,7 @@ from sqlalchemy import Connection
 
 from robot_memory.consolidation.override_plan import OverridePlan
 from robot_memory.event_kinds import CONSOLIDATION_RUN, OVERRIDE
-from robot_memory.store.episodic import Partition, StoredEvent
+from robot_memory.store.episodic import FactRow, Partition, StoredEvent
 
 
 @dataclass(frozen=True)
@@ -55,3 +55,23 @@ def result_range(done_seq: int, plan: OverridePlan, until: int) -> tuple[int, in
     if plan.frozen_since is None:
         return after, until
     return after, max(after, min(until, plan.frozen_since))
+
+
+# -- for the nodes: each reads one snapshot, and opens no transaction itself ------------
+def backlog(partition: Partition) -> tuple[int, bool]:
+    """(results logged past the checkpoint, is an override waiting)."""
+    with partition.store.read() as conn:
+        done = read_checkpoint(partition, conn)
+        return (partition.head(conn)[0] - done.done_seq,
+                overrides_waiting(partition, conn, done))
+
+
+def facts_at_checkpoint(partition: Partition) -> tuple[int, list[FactRow]]:
+    """(events.id of the newest run, i.e. the facts' version, and the facts)."""
+    with partition.store.read() as conn:
+        return read_checkpoint(partition, conn).run_event_id, partition.facts(conn=conn)
+
+
+def facts_by_key(partition: Partition, keys: set[tuple[str, str]]) -> list[FactRow]:
+    with partition.store.read() as conn:
+        return partition.facts_by_key(keys, conn)

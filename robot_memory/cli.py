@@ -343,6 +343,15 @@ def cmd_db(args) -> int:
     return 0
 
 
+def cmd_migrate(args) -> int:
+    from robot_memory.store import MemoryStore
+    store = MemoryStore(args.db)  # opening migrates: verified before and after, logged
+    print(store.migration.summary() if store.migration else
+          "store schema is current: nothing to migrate")
+    store.close()
+    return 0
+
+
 def _parse_overrides(pairs: list[str], nodes: tuple[str, ...]) -> dict[str, Any]:
     """--param NAME=VALUE pairs (VALUE read as YAML); a NAME none of `nodes` declares is
     refused (UnknownParameter), not ignored."""
@@ -645,6 +654,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="FILE", help="e.g. report.html")
     with_rule_params(p)
     p.set_defaults(func=cmd_report)
+
+    p = with_store(verbs.add_parser("migrate", help="upgrade an older store's schema (also "
+                                                    "done when a node opens it)"),
+                   identity=False)
+    p.set_defaults(func=cmd_migrate)
 
     p = verbs.add_parser("bringup", help="start the four nodes (what the launch file starts)")
     p.add_argument("--manifest", required=True)

@@ -14,7 +14,7 @@ reads). `str(error)` is the one line the command line prints.
     ├── InputError                        exit 3  a file or value given is missing/invalid
     │   ├── manifest.ManifestError                identity manifest, certified hash
     │   ├── records.InvalidRecord                 an execution result, field by field
-    │   ├── consolidation.overrides.OverrideError an override that cannot be recorded
+    │   ├── consolidation.override_records.OverrideError  an override that cannot be recorded
     │   ├── explain.FactNotFound                  no such fact for this identity
     │   ├── witness.WitnessError                  a signing key or witness file unusable
     │   ├── store.roles.RoleError                 a role name or identity the fleet store refuses

@@ -9,3 +9,4 @@ IDENTITY_VERIFICATION = "identity_verification"  # the verifier's boot check pas
 PRIVACY_REJECTION = "privacy_rejection"  # a refused result: field and category, no value
 OVERRIDE = "override"  # a human correction: operator fact, invalidate, freeze, reset
 IMPORT = "import"  # a rosbag2 import: the bag's content hash, selection and counts
+SCHEMA_MIGRATION = "schema_migration"  # the store's schema was upgraded (columns added)

@@ -1,49 +1,62 @@
-"""One consolidation pass over one identity's new events.
+"""One consolidation pass over one identity's new events, set-based.
 
-Read the events past the checkpoint, fold them into per-key states, render facts,
-and write the changed facts, the states, any knowledge_conflict events and the
-`consolidation_run` event in ONE transaction: a pass killed at any point leaves all
-of it or none of it, so the next pass redoes exactly the same range, counting nothing
-twice. Another pass that commits first makes this one raise ConcurrentPass.
+The pass reads straight through:
+1. read (one snapshot): the checkpoint, the overrides, the new range of execution
+   results aggregated by the database (GROUP BY key, outcome, event-time bucket and
+   parameter value: value x count, never one row per event), the stored states of the
+   groups it touches and the facts it may change;
+2. compute, with no I/O: merge the partial states into the stored ones with integer
+   arithmetic, render, apply the overrides, diff;
+3. commit: the store writes the states, the changed facts, any knowledge_conflict
+   events and the `consolidation_run` event in ONE transaction (Partition.commit_pass).
+A pass killed at any point leaves all of it or none of it, so the next pass redoes
+exactly the same range, counting nothing twice. Another pass that commits first makes
+this one raise ConcurrentPass.
+
+The per-event engine this replaced is kept in reference.py as the test oracle: the
+facts are byte-equal, provenance included.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
-
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from robot_memory.canonical import canonical_json
-from robot_memory.consolidation.overrides import (fact_as_rendered, override_events,
-                                                  plan_overrides)
+from robot_memory.consolidation.checkpoint import (Checkpoint, read_checkpoint, read_overrides,
+                                                   result_range)
+from robot_memory.consolidation.override_plan import (OverridePlan, fact_as_rendered,
+                                                      plan_overrides)
 from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND,
-                                              STATUS_CONTESTED, STATUS_INVALIDATED,
-                                              RenderedFact, RulesConfig, SkipRecord)
-from robot_memory.errors import ConsolidationError
+                                              STATUS_CONTESTED, STATUS_INVALIDATED, Partials,
+                                              RenderedFact, RulesConfig)
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
-                                     KNOWLEDGE_CONFLICT_RESOLVED, OVERRIDE)
-from robot_memory.records import InvalidRecord, record_from_payload
-from robot_memory.store.episodic import FactRow, NewEvent, Partition
-from robot_memory.store.schema import consolidation_state, semantic_facts
+                                     KNOWLEDGE_CONFLICT_RESOLVED)
+from robot_memory.store.episodic import (ConcurrentPass, FactRow, FactWrite, NewEvent,
+                                         Partition, ResultAggregates)
 
-CHUNK = 5000
+__all__ = ["CONSOLIDATION_RUN", "EXECUTION_RESULT", "ConcurrentPass", "FactChange",
+           "PassReport", "consolidation_pass", "facts_snapshot", "replay_snapshot"]
 
 GroupId = tuple[str, str]  # (fact kind, group key)
 
 
-class ConcurrentPass(ConsolidationError):
-    """Raised when another pass committed for this identity while this one was computing."""
-
-
 @dataclass(frozen=True)
 class FactChange:
+    """A fact a pass writes. The new value travels as its canonical JSON (what is
+    stored), not as nested dicts: a pass over 10^4 keys holds 10^4 of these."""
+
     kind: str
     key: str
     old: FactRow | None
-    new: RenderedFact
+    new: RenderedFact  # its value is left out (None): see value_json / new_value
+    value_json: str
+
+    @property
+    def new_value(self) -> dict[str, Any]:
+        return json.loads(self.value_json)
 
 
 @dataclass
@@ -61,12 +74,13 @@ class PassReport:
     # events.id of the run this pass builds on (0 before any): a delta follows it.
     previous_run_event_id: int = 0
     duration_s: float = 0.0
-    applied: bool = False
+    dry_run: bool = False  # the mode asked for: report only, write nothing
+    applied: bool = False  # something was written (a run event and what it changed)
     frozen: bool = False  # an operator froze consolidation: results after it wait
     overrides_applied: int = 0
 
-    def skip(self, reason: str) -> None:
-        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+    def skip(self, reason: str, count: int = 1) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + count
 
     def summary(self) -> str:
         frozen = " [consolidation FROZEN by an operator]" if self.frozen else ""
@@ -75,96 +89,128 @@ class PassReport:
                 f"{self.facts_touched} facts, skipped {sum(self.skipped.values())}, conflicts "
                 f"{len(self.conflicts)}, took {self.duration_s * 1000:.1f} ms{frozen}")
 
+    def outcome(self) -> str:
+        """What happened, worded for the mode that was asked for and what came of it."""
+        if self.dry_run:
+            return ("dry run, nothing written: nothing new to consolidate"
+                    if self.nothing_new else "dry run, nothing written")
+        if self.applied:
+            return "applied"
+        return "nothing new to consolidate, nothing written"
 
-class Folder:
-    """Folds events into per-group states; `load` fetches stored states of groups seen
-    for the first time (one query per chunk), so memory holds only touched groups."""
-
-    def __init__(self, config: RulesConfig, report: PassReport,
-                 load: Callable[[str, set[str]], dict[str, dict]] | None = None):
-        self.config = config
-        self.report = report
-        self.load = load
-        self.states: dict[GroupId, dict[str, Any]] = {}
-        self.stored: set[GroupId] = set()  # groups that already had a row before this pass
-
-    def fold(self, rows: Iterable[tuple[int, int, int, str]]) -> None:
-        """Fold (id, seq, stamp_ns, payload_json) rows of execution results."""
-        chunk: list[tuple[GroupId, Any, int]] = []
-        for event_id, _seq, stamp_ns, payload_json in rows:
-            self.report.events_read += 1
-            try:
-                record = record_from_payload(json.loads(payload_json), stamp_ns)
-            except InvalidRecord as exc:
-                self.report.skip(f"invalid_payload:{exc.reason}")
-                continue
-            for rule in RULES:
-                try:
-                    items = rule.extract(record)
-                except SkipRecord as skip:
-                    self.report.skip(f"{rule.kind}:{skip.reason}")
-                    continue
-                kind = rule.kind
-                for group, item in items:
-                    chunk.append(((kind, group), item, event_id))
-            if len(chunk) >= CHUNK:
-                self._fold_chunk(chunk)
-                chunk = []
-        self._fold_chunk(chunk)
-
-    def _fold_chunk(self, chunk: list[tuple[GroupId, Any, int]]) -> None:
-        missing = {gid for gid, _, _ in chunk if gid not in self.states}
-        if missing and self.load is not None:
-            for kind in {k for k, _ in missing}:
-                loaded = self.load(kind, {g for k, g in missing if k == kind})
-                for group, state in loaded.items():
-                    self.states[(kind, group)] = state
-                    self.stored.add((kind, group))
-        for gid, item, event_id in chunk:
-            RULES_BY_KIND[gid[0]].fold(self.states.setdefault(gid, {}), item, event_id,
-                                       self.config)
-
-    def render(self, gid: GroupId) -> list[RenderedFact]:
-        return RULES_BY_KIND[gid[0]].render(gid[1], self.states[gid], self.config)
+    @property
+    def nothing_new(self) -> bool:
+        return self.events_read == 0 and self.overrides_applied == 0
 
 
-def checkpoint(partition: Partition, conn: Connection) -> tuple[int, int, int]:
-    """(seq and id of the last consolidation_run event, last seq it processed);
-    zeros before any pass."""
-    run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
-    if run is None:
-        return 0, 0, 0
-    return run.seq, run.id, int(run.payload["last_seq"])
+@dataclass
+class PassInputs:
+    """Everything a pass reads, from one snapshot of the store."""
+
+    checkpoint: Checkpoint
+    until: int  # overrides up to here are applied by this pass
+    plan: OverridePlan
+    new_overrides: int
+    reset_pending: bool  # a reset no pass applied yet: start from empty states
+    after_seq: int  # results after_seq < seq <= until_seq are folded
+    until_seq: int
+    partials: Partials = field(default_factory=Partials)
+    events_read: int = 0
+    first_seq: int = 0
+    last_stamp_ns: int = 0
+    stored_states: dict[GroupId, dict[str, Any]] = field(default_factory=dict)
+    existing: dict[GroupId, FactRow] = field(default_factory=dict)
+
+    @property
+    def nothing_new(self) -> bool:
+        return self.events_read == 0 and self.new_overrides == 0
 
 
-def overrides_waiting(partition: Partition, conn: Connection) -> bool:
-    """Is there an override event no pass has applied yet?"""
-    latest = partition.latest_event(OVERRIDE, conn=conn)
-    if latest is None:
-        return False
-    run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
-    applied = int(run.payload.get("override_seq", run.payload["last_seq"])) if run else 0
-    return latest.seq > applied
+@dataclass
+class PassResult:
+    """What a pass computed: the states and facts to write and the events to log."""
+
+    states: list[tuple[str, str, str, bool]]  # kind, key, state_json, already stored
+    changes: list[FactChange]
+    conflicts: list[dict[str, Any]]
 
 
-def latest_run_id(partition: Partition, conn: Connection) -> int:
-    """events.id of the newest consolidation_run (0 before any): the facts' version."""
-    run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
-    return run.id if run else 0
+# -- 1. read --------------------------------------------------------------------------
+def aggregate(aggregates: ResultAggregates, config: RulesConfig
+              ) -> tuple[Partials, int, int, int]:
+    """Partial states of every rule, and (events read, first seq, newest stamp >= 0).
+    The outcome rows stream past once (10^5 of them at 10^6 events), never held."""
+    partials = Partials()
+    events_read, first_seq, last_stamp = 0, 0, 0
+    for row in aggregates.outcomes:
+        count = row[9]
+        events_read += count
+        first_seq = row[13] if not first_seq else min(first_seq, row[13])
+        last_stamp = max(last_stamp, row[12])
+        if row[0] is not None:
+            partials.skip(f"invalid_payload:{row[0]}", count)
+        for rule in RULES:
+            rule.add_outcome(row, config, partials)
+    for rule in RULES:
+        rule.add_values(aggregates, config, partials)
+    return partials, events_read, first_seq, last_stamp
 
 
-def _state_loader(partition: Partition, conn: Connection):
-    def load(kind: str, groups: set[str]) -> dict[str, dict]:
-        rows = conn.execute(select(consolidation_state.c.fact_key, consolidation_state.c.state_json)
-                            .where(consolidation_state.c.identity_hash == partition.identity_hash,
-                                   consolidation_state.c.fact_kind == kind,
-                                   consolidation_state.c.fact_key.in_(sorted(groups))))
-        return {key: json.loads(text) for key, text in rows}
-    return load
+def read_inputs(partition: Partition, config: RulesConfig,
+                max_events: int | None = None) -> PassInputs:
+    with partition.store.read() as conn:
+        checkpoint = read_checkpoint(partition, conn)
+        until = partition.head(conn)[0]
+        if max_events is not None:
+            until = min(until, checkpoint.done_seq + max_events)
+        overrides = read_overrides(partition, conn, until)
+        plan = plan_overrides(overrides)
+        after, results_until = result_range(checkpoint.done_seq, plan, until)
+        inputs = PassInputs(checkpoint, until, plan,
+                            sum(1 for o in overrides if o.seq > checkpoint.override_seq),
+                            plan.reset_seq > checkpoint.override_seq, after, results_until)
+        (inputs.partials, inputs.events_read, inputs.first_seq,
+         inputs.last_stamp_ns) = aggregate(partition.result_aggregates(
+             after, results_until, int(config.time_bucket_s * 1e9), conn), config)
+        if inputs.nothing_new:
+            return inputs
+        keys = plan.keys_changed_after(checkpoint.override_seq)
+        for kind, groups in inputs.partials.groups.items():
+            rule = RULES_BY_KIND[kind]
+            stored = {} if inputs.reset_pending else \
+                partition.consolidation_states(kind, groups, conn)
+            for group, partial in groups.items():
+                keys.update((kind, key) for key in rule.fact_keys(group, partial))
+                if group in stored:
+                    state = inputs.stored_states[(kind, group)] = json.loads(stored[group])
+                    keys.update((kind, key) for key in rule.fact_keys(group, state))
+        if not inputs.reset_pending:
+            inputs.existing = {(f.kind, f.key): f for f in partition.facts_by_key(keys, conn)}
+    return inputs
 
 
-def _same(old: FactRow, fact: RenderedFact) -> bool:
-    return (old.value_json == canonical_json(fact.value) and old.status == fact.status
+# -- 2. compute (no I/O) --------------------------------------------------------------
+def merged_states(partials: Partials, stored: dict[GroupId, dict[str, Any]],
+                  config: RulesConfig) -> dict[GroupId, dict[str, Any]]:
+    """stored + partial, per touched group (the stored dicts are merged into in place)."""
+    states = {}
+    for kind, groups in partials.groups.items():
+        rule = RULES_BY_KIND[kind]
+        for group, partial in groups.items():
+            state = stored.get((kind, group), {})
+            rule.merge(state, partial, config)
+            states[(kind, group)] = state
+    return states
+
+
+def render_all(states: dict[GroupId, dict[str, Any]], config: RulesConfig
+               ) -> dict[GroupId, RenderedFact]:
+    return {(f.kind, f.key): f for gid in sorted(states)
+            for f in RULES_BY_KIND[gid[0]].render(gid[1], states[gid], config)}
+
+
+def _same(old: FactRow, fact: RenderedFact, value_json: str) -> bool:
+    return (old.value_json == value_json and old.status == fact.status
             and old.rule_version == fact.rule_version
             and old.confidence == fact.confidence and old.n_observations == fact.n_observations
             and old.last_supporting_event_id == fact.last_supporting_event_id
@@ -186,139 +232,99 @@ def _conflict_event(change: FactChange) -> dict[str, Any] | None:
             "status": {"from": was, "to": now}, "test": change.new.conflict}
 
 
-def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig(), *,
-                       apply: bool = True, stamp_ns: int | None = None,
-                       max_events: int | None = None) -> PassReport:
-    """Run one pass; with apply=False only report what it would change (dry run)."""
-    started = time.perf_counter()
-    report = PassReport(partition.identity_hash)
-    with partition.store.read() as conn:
-        run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
-        run_seq, report.previous_run_event_id, done_seq = (
-            (run.seq, run.id, int(run.payload["last_seq"])) if run else (0, 0, 0))
-        done_overrides = int(run.payload.get("override_seq", done_seq)) if run else 0
-        until = partition.head(conn)[0]
-        if max_events is not None:
-            until = min(until, done_seq + max_events)
-        overrides = override_events(partition, conn, until)
-        plan = plan_overrides(overrides)
-        new_overrides = [o for o in overrides if o.seq > done_overrides]
-        reset_pending = plan.reset_seq > done_overrides
-        results_from = max(done_seq, plan.reset_seq)
-        results_until = until if plan.frozen_since is None else \
-            max(results_from, min(until, plan.frozen_since))
-        report.frozen = plan.frozen_since is not None
-        seen = {"first_seq": 0, "last_stamp": 0}
-
-        def streamed():  # note the range while folding, without holding the events
-            for row in partition.payload_rows(EXECUTION_RESULT, results_from, results_until,
-                                              conn):
-                seen["first_seq"] = seen["first_seq"] or row[1]
-                if row[2] > seen["last_stamp"]:
-                    seen["last_stamp"] = row[2]
-                yield row
-
-        # After a reset nothing learnt before counts: start from empty states.
-        folder = Folder(config, report, None if reset_pending else _state_loader(partition, conn))
-        folder.fold(streamed())
-        report.first_seq, report.last_seq = seen["first_seq"], results_until
-        report.overrides_applied = len(new_overrides)
-        if report.events_read == 0 and not new_overrides:
-            report.last_seq = done_seq
-            report.duration_s = time.perf_counter() - started
-            return report
-        rendered = {(f.kind, f.key): f for gid in sorted(folder.states)
-                    for f in folder.render(gid)}
-        keys = set(rendered) | plan.keys_changed_after(done_overrides)
-        existing = {} if reset_pending else \
-            {(f.kind, f.key): f for f in partition.facts_by_key(keys, conn)}
-
-    for key in sorted(keys):
-        evidence = rendered.get(key)
-        if evidence is None and key in existing:
-            evidence = fact_as_rendered(existing[key])
-        fact = plan.finalize(key, evidence)
-        old = existing.get(key)
-        if fact is not None and (old is None or not _same(old, fact)):
-            report.changes.append(FactChange(key[0], key[1], old, fact))
-    report.facts_touched = len(report.changes)
-    report.conflicts = [c for c in map(_conflict_event, report.changes) if c]
-
-    if apply:
-        stamp = stamp_ns if stamp_ns is not None else seen["last_stamp"]
-        with partition.store.write() as conn:
-            if checkpoint(partition, conn)[0] != run_seq:
-                raise ConcurrentPass("another consolidation pass committed first; retry")
-            if reset_pending:
-                _drop_semantic_tier(partition, conn)
-            _write_states(partition, conn, folder)
-            _write_facts(partition, conn, report.changes)
-            audit = [NewEvent(c["event_kind"], {k: v for k, v in c.items() if k != "event_kind"},
-                              stamp) for c in report.conflicts]
-            audit.append(NewEvent(CONSOLIDATION_RUN,
-                                  {**_run_payload(report), "override_seq": until,
-                                   "frozen": report.frozen, "reset": reset_pending}, stamp))
-            report.run_event_id = partition.append_in(conn, audit)[-1].id
-            report.applied = True
-    report.duration_s = time.perf_counter() - started
-    return report
+def _change(key: GroupId, fact: RenderedFact | None, old: FactRow | None
+            ) -> FactChange | None:
+    """The change to write for this key, if the finalized fact differs from the row."""
+    if fact is None:
+        return None
+    value_json = canonical_json(fact.value)
+    if old is not None and _same(old, fact, value_json):
+        return None
+    return FactChange(key[0], key[1], old, replace(fact, value=None), value_json)
 
 
-def _drop_semantic_tier(partition: Partition, conn: Connection) -> None:
-    """A reset (archived and logged by the override): derived rows only, never the log."""
-    for table in (semantic_facts, consolidation_state):
-        conn.execute(delete(table).where(table.c.identity_hash == partition.identity_hash))
+def compute(inputs: PassInputs, config: RulesConfig) -> PassResult:
+    """Merge, render and diff, one group at a time: a group's state is serialised and its
+    facts diffed as soon as it is rendered, and its dicts let go, so a pass over 10^4
+    keys holds JSON text, not 10^4 merged states and rendered values."""
+    plan, existing = inputs.plan, inputs.existing
+    changes: dict[GroupId, FactChange | None] = {}
+    rows = []
+    for kind in sorted(inputs.partials.groups):
+        rule, groups = RULES_BY_KIND[kind], inputs.partials.groups[kind]
+        for group in sorted(groups):
+            stored = (kind, group) in inputs.stored_states
+            state = inputs.stored_states.pop((kind, group), {})
+            rule.merge(state, groups.pop(group), config)
+            for fact in rule.render(group, state, config):
+                key = (fact.kind, fact.key)
+                changes[key] = _change(key, plan.finalize(key, fact), existing.get(key))
+            rows.append((kind, group, canonical_json(state), stored))
+    for key in plan.keys_changed_after(inputs.checkpoint.override_seq) - changes.keys():
+        evidence = fact_as_rendered(existing[key]) if key in existing else None
+        changes[key] = _change(key, plan.finalize(key, evidence), existing.get(key))
+    ordered = [changes[key] for key in sorted(changes) if changes[key] is not None]
+    return PassResult(rows, ordered, [c for c in map(_conflict_event, ordered) if c])
 
 
-def _run_payload(report: PassReport) -> dict[str, Any]:
-    return {"rule_version": RULE_VERSION, "first_seq": report.first_seq,
-            "last_seq": report.last_seq, "events_read": report.events_read,
-            "facts_touched": report.facts_touched,
-            "skipped": dict(sorted(report.skipped.items())),
-            "touched_facts": sorted(f"{c.kind}|{c.key}" for c in report.changes)}
-
-
-def _write_states(partition: Partition, conn: Connection, folder: Folder) -> None:
-    ident = partition.identity_hash
-    new_rows, changed_rows = [], []
-    for (kind, group), state in sorted(folder.states.items()):
-        row = {"identity_hash": ident, "fact_kind": kind, "fact_key": group,
-               "state_json": canonical_json(state)}
-        (changed_rows if (kind, group) in folder.stored else new_rows).append(row)
-    if new_rows:
-        conn.execute(insert(consolidation_state), new_rows)
-    if changed_rows:  # one executemany, not a statement per row
-        conn.execute(update(consolidation_state).where(
-            consolidation_state.c.identity_hash == bindparam("b_identity"),
-            consolidation_state.c.fact_kind == bindparam("b_kind"),
-            consolidation_state.c.fact_key == bindparam("b_key"))
-            .values(state_json=bindparam("b_state")),
-            [{"b_identity": r["identity_hash"], "b_kind": r["fact_kind"],
-              "b_key": r["fact_key"], "b_state": r["state_json"]} for r in changed_rows])
-
-
-def _fact_values(fact: RenderedFact) -> dict[str, Any]:
-    return {"fact_value_json": canonical_json(fact.value), "status": fact.status,
+def _fact_values(change: FactChange) -> dict[str, Any]:
+    fact = change.new
+    return {"fact_value_json": change.value_json, "status": fact.status,
             "confidence": fact.confidence, "n_observations": fact.n_observations,
             "rule_version": fact.rule_version,
             "last_supporting_event_id": fact.last_supporting_event_id,
             "last_updated_ns": fact.last_updated_ns}
 
 
-def _write_facts(partition: Partition, conn: Connection, changes: list[FactChange]) -> None:
-    ident = partition.identity_hash
-    new_rows = [{"identity_hash": ident, "fact_kind": c.kind, "fact_key": c.key,
-                 **_fact_values(c.new)} for c in changes if c.old is None]
-    if new_rows:
-        conn.execute(insert(semantic_facts), new_rows)
-    updates = [{"b_id": c.old.id, **{f"b_{k}": v for k, v in _fact_values(c.new).items()}}
-               for c in changes if c.old is not None]
-    if updates:
-        columns = _fact_values(changes[0].new).keys()
-        conn.execute(update(semantic_facts).where(semantic_facts.c.id == bindparam("b_id"))
-                     .values({name: bindparam(f"b_{name}") for name in columns}), updates)
+def run_payload(report: PassReport, inputs: PassInputs) -> dict[str, Any]:
+    """The consolidation_run event: the range processed, facts touched, skips (the
+    next pass's checkpoint)."""
+    return {"rule_version": RULE_VERSION, "first_seq": report.first_seq,
+            "last_seq": report.last_seq, "events_read": report.events_read,
+            "facts_touched": report.facts_touched,
+            "skipped": dict(sorted(report.skipped.items())),
+            "touched_facts": sorted(f"{c.kind}|{c.key}" for c in report.changes),
+            "override_seq": inputs.until, "frozen": report.frozen,
+            "reset": inputs.reset_pending}
 
 
+# -- the pass -------------------------------------------------------------------------
+def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig(), *,
+                       apply: bool = True, stamp_ns: int | None = None,
+                       max_events: int | None = None) -> PassReport:
+    """Run one pass; with apply=False only report what it would change (dry run)."""
+    started = time.perf_counter()
+    inputs = read_inputs(partition, config, max_events)
+    report = PassReport(partition.identity_hash, dry_run=not apply,
+                        previous_run_event_id=inputs.checkpoint.run_event_id,
+                        frozen=inputs.plan.frozen_since is not None,
+                        first_seq=inputs.first_seq, events_read=inputs.events_read,
+                        skipped=dict(inputs.partials.skipped),
+                        overrides_applied=inputs.new_overrides)
+    if inputs.nothing_new:
+        report.last_seq = inputs.checkpoint.done_seq
+        report.duration_s = time.perf_counter() - started
+        return report
+    report.last_seq = inputs.until_seq
+    result = compute(inputs, config)
+    report.changes, report.conflicts = result.changes, result.conflicts
+    report.facts_touched = len(result.changes)
+    if apply:
+        stamp = stamp_ns if stamp_ns is not None else inputs.last_stamp_ns
+        audit = [NewEvent(c["event_kind"], {k: v for k, v in c.items() if k != "event_kind"},
+                          stamp) for c in result.conflicts]
+        audit.append(NewEvent(CONSOLIDATION_RUN, run_payload(report, inputs), stamp))
+        facts = [FactWrite(c.old.id if c.old else None, c.kind, c.key, _fact_values(c))
+                 for c in result.changes]
+        written = partition.commit_pass(inputs.checkpoint.run_seq, inputs.reset_pending,
+                                        result.states, facts, audit)
+        report.run_event_id = written[-1].id
+        report.applied = True
+    report.duration_s = time.perf_counter() - started
+    return report
+
+
+# -- snapshots --------------------------------------------------------------------------
 def snapshot_entry(kind, key, status, confidence, n, rule_version, updated_ns, value):
     return {"kind": kind, "key": key, "status": status, "confidence": confidence,
             "n_observations": n, "rule_version": rule_version, "last_updated_ns": updated_ns,
@@ -341,17 +347,14 @@ def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *
     """The facts as they were at a point of the log, rebuilt from the events alone in
     memory (the live store is not touched), overrides applied as the passes apply
     them. Same format as facts_snapshot."""
-    report = PassReport(partition.identity_hash)
-    folder = Folder(config, report)
     with partition.store.read() as conn:
         last = until_seq if until_seq is not None else partition.head(conn)[0]
-        plan = plan_overrides(override_events(partition, conn, last, until_stamp_ns))
-        results_until = last if plan.frozen_since is None else min(last, plan.frozen_since)
-        rows = partition.payload_rows(EXECUTION_RESULT, plan.reset_seq, results_until, conn)
-        if until_stamp_ns is not None:
-            rows = (row for row in rows if row[2] <= until_stamp_ns)
-        folder.fold(rows)
-    rendered = {(f.kind, f.key): f for gid in folder.states for f in folder.render(gid)}
+        plan = plan_overrides(read_overrides(partition, conn, last, until_stamp_ns))
+        after, results_until = result_range(0, plan, last)
+        partials = aggregate(partition.result_aggregates(
+            after, results_until, int(config.time_bucket_s * 1e9), conn,
+            until_stamp_ns=until_stamp_ns), config)[0]
+    rendered = render_all(merged_states(partials, {}, config), config)
     keys = sorted(set(rendered) | set(plan.operator_facts))
     facts = [f for f in (plan.finalize(key, rendered.get(key)) for key in keys) if f]
     return canonical_json([snapshot_entry(f.kind, f.key, f.status, f.confidence,

@@ -15,18 +15,17 @@ def _flat(value: dict) -> dict:
 
 
 def format_diff(report: PassReport) -> str:
-    mode = "applied" if report.applied else "dry run, nothing written"
-    lines = [f"{report.summary()} [{mode}]"]
+    lines = [f"{report.summary()} [{report.outcome()}]"]
     new = [c for c in report.changes if c.old is None]
     changed = [c for c in report.changes if c.old is not None]
     status_changes = [c for c in changed if c.old.status != c.new.status]
     lines.append(f"{len(new)} new, {len(changed)} changed "
                  f"({len(status_changes)} status changes)")
     for change in new:
-        fields = ", ".join(f"{k}={v}" for k, v in _flat(change.new.value).items())
+        fields = ", ".join(f"{k}={v}" for k, v in _flat(change.new_value).items())
         lines.append(f"+ {change.kind} [{change.key}] {change.new.status}: {fields}")
     for change in changed:
-        old, new_ = _flat(change.old.value), _flat(change.new.value)
+        old, new_ = _flat(change.old.value), _flat(change.new_value)
         parts = [f"{k} {old.get(k)} -> {new_.get(k)}" for k in sorted(set(old) | set(new_))
                  if old.get(k) != new_.get(k)]
         if change.old.status != change.new.status:

@@ -14,8 +14,7 @@ import sys
 from rclpy.clock import Clock, ClockType
 
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
-from robot_memory.consolidation.consolidation_pass import (checkpoint, latest_run_id,
-                                                           overrides_waiting)
+from robot_memory.consolidation.checkpoint import backlog, facts_at_checkpoint, facts_by_key
 from robot_memory.consolidation.overrides import OverrideError, record_override
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.consolidation.rules import STATUS_ACTIVE
@@ -88,9 +87,7 @@ class Consolidator(ManagedMemoryNode):
         if self.partition is None:
             return
         try:
-            with self.partition.store.read() as conn:
-                waiting = self.partition.head(conn)[0] - checkpoint(self.partition, conn)[2]
-                overrides = overrides_waiting(self.partition, conn)
+            waiting, overrides = backlog(self.partition)
         except Exception as exc:  # the store is away (server restart, lock): poll again
             self.last_error = f"cannot read the store: {exc}"
             self.get_logger().warning(self.last_error, throttle_duration_sec=60.0)
@@ -185,10 +182,8 @@ class Consolidator(ManagedMemoryNode):
 
     def _load_snapshot(self) -> None:
         """Messages for every fact, kept so a pass only converts the facts it changed."""
-        with self.partition.store.read() as conn:
-            run = latest_run_id(self.partition, conn)
-            self._fact_msgs = {(f.kind, f.key): fact_to_msg(f)
-                               for f in self.partition.facts(conn=conn)}
+        run, facts = facts_at_checkpoint(self.partition)
+        self._fact_msgs = {(f.kind, f.key): fact_to_msg(f) for f in facts}
         self._run_event_id = run
 
     def publish_snapshot(self) -> None:
@@ -199,9 +194,7 @@ class Consolidator(ManagedMemoryNode):
         previous = report.previous_run_event_id
         if previous != self._run_event_id:  # another process ran a pass in between
             self._load_snapshot()
-        with self.partition.store.read() as conn:
-            changed = self.partition.facts_by_key({(c.kind, c.key) for c in report.changes},
-                                                  conn)
+        changed = facts_by_key(self.partition, {(c.kind, c.key) for c in report.changes})
         delta = [fact_to_msg(f) for f in changed]
         for msg in delta:
             self._fact_msgs[(msg.kind, msg.key)] = msg

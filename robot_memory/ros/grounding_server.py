@@ -20,7 +20,7 @@ from rclpy.node import Node
 
 from robot_memory.audit import AuditWriter
 from robot_memory.canonical import canonical_json
-from robot_memory.consolidation.consolidation_pass import latest_run_id
+from robot_memory.consolidation.checkpoint import read_checkpoint
 from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory.grounding import (IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
                                     GroundingAnswer, GroundingIndex)
@@ -96,7 +96,7 @@ class GroundingServer(ManagedMemoryNode):
     def _reload(self) -> None:
         with self._index_lock:
             with self.partition.store.read() as conn:
-                self.run_event_id = latest_run_id(self.partition, conn)
+                self.run_event_id = read_checkpoint(self.partition, conn).run_event_id
                 facts = self.partition.facts(conn=conn)
             self.index = GroundingIndex(self.partition.identity_hash, facts)
             self.reloads += 1

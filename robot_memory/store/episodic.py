@@ -13,28 +13,40 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, inspect, select, text, update
+from sqlalchemy import Connection, delete, func, insert, inspect, select, text, update
 from sqlalchemy.dialects import postgresql
 
 from robot_memory.canonical import canonical_json, sha256_hex
-from robot_memory.errors import StoreFailure
+from robot_memory.errors import ConsolidationError, StoreFailure
+from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
 from robot_memory.store.engine import create_store_engine
+from robot_memory.store.facets import ComboIds, insert_facets
 from robot_memory.store.guards import guards_installed, install_append_only_guards
 from robot_memory.store.schema import (
     GENESIS_HASH,
+    PARAMETER,
     SCHEMA_VERSION,
     chain_heads,
+    consolidation_state,
     events,
     metadata,
+    result_facets,
     semantic_facts,
     store_info,
 )
+
+# Schema versions this code can open: older ones are migrated (store/migration.py).
+MIGRATABLE_VERSIONS = (1,)
 
 SCHEMA_LOCK_KEY = 0x524D454D  # pg_advisory_xact_lock key for schema creation
 
 
 class StoreError(StoreFailure):
     """Raised when the store cannot be opened or has an unknown schema version."""
+
+
+class ConcurrentPass(ConsolidationError):
+    """Raised when another pass committed for this identity while this one was computing."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +125,9 @@ def fact_from_row(row) -> FactRow:
 class MemoryStore:
     """Opens (and on first use creates) the store at a SQLAlchemy URL."""
 
-    def __init__(self, url: str, *, synchronous: str = "NORMAL"):
+    def __init__(self, url: str, *, synchronous: str = "NORMAL", migrate: bool = True):
         self.url = url
+        self.migration = None  # the MigrationReport, when this open upgraded the schema
         self.engine = create_store_engine(url, synchronous)
         self._writer = self.engine.execution_options(write=True)
         # SQLite's read transactions are snapshots already; PostgreSQL's default (read
@@ -134,9 +147,15 @@ class MemoryStore:
             if version is None:
                 conn.execute(insert(store_info).values(key="schema_version",
                                                        value=str(SCHEMA_VERSION)))
-            elif int(version) != SCHEMA_VERSION:
+            elif int(version) != SCHEMA_VERSION and not (
+                    migrate and int(version) in MIGRATABLE_VERSIONS):
                 raise StoreError(f"store {url} has schema version {version}, "
-                                 f"this robot_memory reads version {SCHEMA_VERSION}")
+                                 f"this robot_memory reads version {SCHEMA_VERSION}"
+                                 + (" (run `robot-memory migrate`)"
+                                    if int(version) in MIGRATABLE_VERSIONS else ""))
+        if version is not None and int(version) != SCHEMA_VERSION:
+            from robot_memory.store.migration import migrate_store  # needs integrity
+            self.migration = migrate_store(self)
 
     def read(self):
         """A read transaction (a consistent snapshot)."""
@@ -164,12 +183,47 @@ class MemoryStore:
         self.engine.dispose()
 
 
+def _bucket_sql(bucket_ns: int) -> str:
+    """Floor division of stamp_ns by the bucket width, as Python's // (SQL truncates)."""
+    b = int(bucket_ns)
+    return f"CASE WHEN stamp_ns >= 0 THEN stamp_ns / {b} ELSE -(({b - 1} - stamp_ns) / {b}) END"
+
+
+
+
+@dataclass
+class ResultAggregates:
+    """Execution results of a range of one chain, aggregated in SQL.
+
+    outcomes: (invalid_reason, skill_id, target_class, environment, zone, success,
+      failure_reason, has_observations, bucket, count, min id, max id, max stamp, min seq)
+    parameters: (skill_id, target_class, environment, success, failure_reason, name,
+      value_repr, count)
+    observations: (target_class, name, value_repr, count, max id, max stamp)
+    """
+
+    outcomes: Iterable[tuple]  # streamed: iterate once
+    parameters: list[tuple]
+    observations: list[tuple]
+
+
+@dataclass(frozen=True)
+class FactWrite:
+    """A fact a pass writes: a new row (row_id None) or an update of row `row_id`."""
+
+    row_id: int | None
+    kind: str
+    key: str
+    values: dict[str, Any]
+
+
 class Partition:
     """One identity's slice of the store; the only handle nodes and commands get."""
 
     def __init__(self, store: MemoryStore, identity_hash: str):
         self.store = store
         self.identity_hash = identity_hash
+        self._combos = ComboIds(identity_hash)
 
     # -- episodic log -----------------------------------------------------------------
     def append(self, kind: str, payload: dict[str, Any], stamp_ns: int) -> StoredEvent:
@@ -201,6 +255,8 @@ class Partition:
         ids = dict(conn.execute(select(events.c.seq, events.c.id).where(
             events.c.identity_hash == self.identity_hash,
             events.c.seq >= rows[0]["seq"])).all())
+        insert_facets(conn, [(ids[r["seq"]], r["seq"], r["stamp_ns"], r["payload_json"])
+                             for r in rows if r["kind"] == EXECUTION_RESULT], self._combos)
         return [StoredEvent(ids[r["seq"]], r["seq"], r["kind"], r["stamp_ns"],
                             json.loads(r["payload_json"]), r["prev_hash"], r["event_hash"])
                 for r in rows]
@@ -273,6 +329,55 @@ class Partition:
                 return
             cursor = batch[-1][1]
 
+    def result_aggregates(self, after_seq: int, until_seq: int, bucket_ns: int,
+                          conn: Connection, until_stamp_ns: int | None = None
+                          ) -> ResultAggregates:
+        """The execution results after_seq < seq <= until_seq (and stamp <= until_stamp_ns)
+        grouped by what the rules group and count by: value x count, never one row per
+        event. The database groups by small integers (combination, time bucket); the
+        combinations are spelled out here. `outcomes` streams from the cursor: iterate it
+        once, before any other query on this connection's snapshot is needed."""
+        stamp = "" if until_stamp_ns is None else " AND stamp_ns <= :ts"
+        binds = {"ident": self.identity_hash, "lo": after_seq, "hi": until_seq}
+        if until_stamp_ns is not None:
+            binds["ts"] = until_stamp_ns
+        where = f"identity_hash = :ident AND seq > :lo AND seq <= :hi{stamp}"
+        id_lo, id_hi = conn.execute(text(
+            f"SELECT min(event_id), max(event_id) FROM result_facets WHERE {where}"),
+            binds).one()
+        if id_lo is None:
+            return ResultAggregates([], [], [])
+        combos = self._combos.load(conn)
+        # Event ids grow with seq within a chain: the id range is the chain range (rows
+        # of other identities in it have other combinations and are left out).
+        values = conn.execute(text(
+            "SELECT combo_id, source, name, value_repr, count(*), max(event_id), "
+            "max(stamp_ns) FROM result_values WHERE event_id >= :id_lo AND event_id <= :id_hi"
+            f" AND identity_hash = :ident{stamp} GROUP BY 1, 2, 3, 4"),
+            {"id_lo": id_lo, "id_hi": id_hi, "ident": self.identity_hash,
+             **({"ts": until_stamp_ns} if until_stamp_ns is not None else {})}).all()
+        parameters, observations = [], []
+        for combo_id, source, name, value, count, max_id, max_stamp in values:
+            combo = combos.get(combo_id)
+            if combo is None:
+                continue  # another identity's
+            skill, target, environment, _zone, success, reason = combo[:6]
+            if source == PARAMETER:
+                parameters.append((skill, target, environment, success, reason, name, value,
+                                   count))
+            elif target:
+                observations.append((target, name, value, count, max_id, max_stamp))
+        del values
+        grouped = conn.execute(text(
+            f"SELECT combo_id, {_bucket_sql(bucket_ns)} AS bucket, count(*), min(event_id), "
+            f"max(event_id), max(stamp_ns), min(seq) FROM result_facets WHERE {where} "
+            "GROUP BY 1, 2").execution_options(yield_per=5000), binds)
+        outcomes = ((combo[7] or None, *combo[:7], bucket, count, min_id, max_id, max_stamp,
+                     min_seq)
+                    for combo_id, bucket, count, min_id, max_id, max_stamp, min_seq in grouped
+                    for combo in (combos[combo_id],))
+        return ResultAggregates(outcomes, parameters, observations)
+
     def event_by_id(self, event_id: int) -> StoredEvent | None:
         with self.store.read() as conn:
             row = conn.execute(select(events).where(events.c.identity_hash == self.identity_hash,
@@ -323,3 +428,84 @@ class Partition:
             with self.store.read() as own:
                 return [fact_from_row(r) for r in own.execute(query)]
         return [fact_from_row(r) for r in conn.execute(query)]
+
+    # -- consolidation state ----------------------------------------------------------
+    def consolidation_states(self, kind: str, keys: Iterable[str], conn: Connection
+                             ) -> dict[str, str]:
+        """Stored state JSON of these keys of one fact kind (the keys that have one)."""
+        keys, found = sorted(keys), {}
+        for start in range(0, len(keys), 500):  # stay under bind-parameter limits
+            found.update(conn.execute(
+                select(consolidation_state.c.fact_key, consolidation_state.c.state_json)
+                .where(consolidation_state.c.identity_hash == self.identity_hash,
+                       consolidation_state.c.fact_kind == kind,
+                       consolidation_state.c.fact_key.in_(keys[start:start + 500]))).all())
+        return found
+
+    def all_consolidation_states(self, conn: Connection) -> list[tuple[str, str, str]]:
+        """(kind, key, state_json) of every state, in key order (for an archive)."""
+        return conn.execute(select(consolidation_state.c.fact_kind,
+                                   consolidation_state.c.fact_key,
+                                   consolidation_state.c.state_json)
+                            .where(consolidation_state.c.identity_hash == self.identity_hash)
+                            .order_by(consolidation_state.c.fact_kind,
+                                      consolidation_state.c.fact_key)).all()
+
+    def commit_pass(self, expect_run_seq: int, reset: bool,
+                    states: list[tuple[str, str, str, bool]], facts: list[FactWrite],
+                    new_events: list[NewEvent]) -> list[StoredEvent]:
+        """A pass's whole result in ONE transaction: after a reset the derived tier is
+        dropped, then the states (kind, key, state_json, already stored), the facts and
+        the events (conflicts and the run) are written. Raises ConcurrentPass if a pass
+        committed since the one this pass built on (seq expect_run_seq)."""
+        with self.store.write() as conn:
+            run = self.latest_event(CONSOLIDATION_RUN, conn=conn)
+            if (run.seq if run else 0) != expect_run_seq:
+                raise ConcurrentPass("another consolidation pass committed first; retry")
+            if reset:  # archived and logged by the override: derived rows only
+                for table in (semantic_facts, consolidation_state):
+                    conn.execute(delete(table).where(
+                        table.c.identity_hash == self.identity_hash))
+            self._write_states(conn, states)
+            self._write_facts(conn, facts)
+            return self.append_in(conn, new_events)
+
+    # Thousands of rows per pass: plain DB-API executemany, without per-row SQLAlchemy
+    # parameter processing (a third of a big pass's time otherwise).
+    def _write_states(self, conn: Connection, states: list[tuple[str, str, str, bool]]) -> None:
+        mark = _placeholder(conn)
+        ident = self.identity_hash
+        new_rows = [(ident, kind, key, state) for kind, key, state, stored in states
+                    if not stored]
+        if new_rows:
+            conn.exec_driver_sql(
+                "INSERT INTO consolidation_state (identity_hash, fact_kind, fact_key, "
+                f"state_json) VALUES ({mark}, {mark}, {mark}, {mark})", new_rows)
+        changed = [(state, ident, kind, key) for kind, key, state, stored in states if stored]
+        if changed:
+            conn.exec_driver_sql(
+                f"UPDATE consolidation_state SET state_json = {mark} WHERE identity_hash = "
+                f"{mark} AND fact_kind = {mark} AND fact_key = {mark}", changed)
+
+    def _write_facts(self, conn: Connection, facts: list[FactWrite]) -> None:
+        if not facts:
+            return
+        mark = _placeholder(conn)
+        columns = list(facts[0].values)
+        new_rows = [(self.identity_hash, f.kind, f.key, *(f.values[c] for c in columns))
+                    for f in facts if f.row_id is None]
+        if new_rows:
+            names = ", ".join(["identity_hash", "fact_kind", "fact_key", *columns])
+            marks = ", ".join([mark] * (3 + len(columns)))
+            conn.exec_driver_sql(f"INSERT INTO semantic_facts ({names}) VALUES ({marks})",
+                                 new_rows)
+        updates = [(*(f.values[c] for c in columns), f.row_id)
+                   for f in facts if f.row_id is not None]
+        if updates:
+            assignments = ", ".join(f"{c} = {mark}" for c in columns)
+            conn.exec_driver_sql(f"UPDATE semantic_facts SET {assignments} WHERE id = {mark}",
+                                 updates)
+
+
+def _placeholder(conn: Connection) -> str:
+    return "?" if conn.dialect.paramstyle == "qmark" else "%s"

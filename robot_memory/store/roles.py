@@ -37,6 +37,10 @@ RUNTIME_PRIVILEGES = {
     "events": "SELECT, INSERT",  # the log: append and read, nothing else
     "chain_heads": "SELECT, INSERT, UPDATE",  # the append moves the head
     "store_info": "SELECT",  # schema version, written by the owner
+    # The index of the log's results (schema 2): appended with the events, never changed.
+    "result_combos": "SELECT, INSERT",
+    "result_facets": "SELECT, INSERT",
+    "result_values": "SELECT, INSERT",
 }
 DERIVED_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
 

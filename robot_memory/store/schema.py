@@ -6,7 +6,8 @@ from __future__ import annotations
 from sqlalchemy import (BigInteger, Column, Float, Index, Integer, MetaData, String, Table, Text,
                         UniqueConstraint)
 
-SCHEMA_VERSION = 1
+# 2: result_facets and result_values (what the rules group and count by, typed).
+SCHEMA_VERSION = 2
 GENESIS_HASH = "0" * 64
 
 metadata = MetaData()
@@ -84,3 +85,59 @@ verified_checkpoints = Table(
     # Where the next boot's sample of older history starts (chain position).
     Column("sample_from_seq", BigInteger, nullable=False),
 )
+
+# What the consolidation rules group and count by (schema 2), derived from the canonical
+# payload when an execution_result is appended (a v1 store is back-filled by the
+# migration). The payload alone is hashed: these rows are an index, not history.
+#
+# Each distinct combination of the typed columns an identity's results take is one
+# row here; invalid_reason is set (the rest empty) for a payload the rules cannot read.
+result_combos = Table(
+    "result_combos", metadata,
+    Column("combo_id", Integer, primary_key=True, autoincrement=True),
+    Column("identity_hash", String(64), nullable=False),
+    Column("skill_id", Text, nullable=False),
+    Column("target_class", Text, nullable=False),
+    Column("environment", Text, nullable=False),
+    Column("zone", Text, nullable=False),
+    Column("success", Integer, nullable=False),
+    Column("failure_reason", Text, nullable=False),
+    Column("has_observations", Integer, nullable=False),
+    Column("invalid_reason", Text, nullable=False),  # '' when the record is readable
+)
+Index("ix_result_combos_identity", result_combos.c.identity_hash)
+
+# One row per execution_result: its chain position, event time and combination, so a
+# pass groups by (combo_id, time bucket): two integers, not six strings.
+result_facets = Table(
+    "result_facets", metadata,
+    Column("event_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=False),
+    Column("identity_hash", String(64), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("stamp_ns", BigInteger, nullable=False),
+    Column("combo_id", Integer, nullable=False),
+)
+Index("ix_result_facets_identity_seq", result_facets.c.identity_hash, result_facets.c.seq)
+
+# Parameters (source 0) and observations (source 1), one row per name, with the
+# result's combination and stamp so a pass aggregates them without a join. The value is
+# kept as repr(float): the exact key of the rules' multisets (a REAL column would merge
+# 0.0 and -0.0, which the multisets keep apart). Event ids grow with seq within a
+# chain (appends to a chain are serialised), so a chain range is an event-id range.
+result_values = Table(
+    "result_values", metadata,
+    Column("event_id", BigInteger().with_variant(Integer, "sqlite"), nullable=False),
+    # Every row carries its identity: row-level security on a fleet store keys on it.
+    Column("identity_hash", String(64), nullable=False),
+    Column("combo_id", Integer, nullable=False),
+    Column("stamp_ns", BigInteger, nullable=False),
+    Column("source", Integer, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("value_repr", Text, nullable=False),
+)
+Index("ix_result_values_event", result_values.c.event_id)
+
+PARAMETER, OBSERVATION = 0, 1
+COMBO_FIELDS = ("skill_id", "target_class", "environment", "zone", "success",
+                "failure_reason", "has_observations", "invalid_reason")

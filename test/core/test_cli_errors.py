@@ -56,6 +56,7 @@ VERB_BASES: dict[str, tuple[list[str], bool]] = {
     "verify-bundle": (["verify-bundle", "{missing}"], False),
     "import-bundle": (["import-bundle", "{missing}", "--db", "{db}"], False),
     "report": (["report", *STORE_ARGS, "--out", "{missing}"], True),
+    "migrate": (["migrate", "--db", "{db}"], True),
 }
 TAKES_PARAM = {"consolidate", "replay", "bringup", "export", "report"}
 TAKES_MANIFEST = {verb for verb, (args, _) in VERB_BASES.items() if "{manifest}" in args}

@@ -118,6 +118,26 @@ def test_dry_run_reports_without_writing(db_url):
         format_diff(report)
 
 
+def test_the_diff_label_follows_the_mode_asked_for_and_the_outcome(db_url):
+    part = MemoryStore(db_url).partition(IDENT)
+    labels = {}
+    labels["dry, nothing new"] = format_diff(consolidation_pass(part, apply=False))
+    labels["apply, nothing new"] = format_diff(consolidation_pass(part))
+    part.append_many([result(i) for i in range(4)])
+    labels["dry, new"] = format_diff(consolidation_pass(part, apply=False))
+    labels["apply, new"] = format_diff(consolidation_pass(part))
+    labels["apply, nothing new again"] = format_diff(consolidation_pass(part))
+    first_lines = {case: text.splitlines()[0] for case, text in labels.items()}
+    assert first_lines["dry, nothing new"].endswith(
+        "[dry run, nothing written: nothing new to consolidate]")
+    assert first_lines["apply, nothing new"].endswith(
+        "[nothing new to consolidate, nothing written]")
+    assert first_lines["dry, new"].endswith("[dry run, nothing written]")
+    assert first_lines["apply, new"].endswith("[applied]")
+    assert first_lines["apply, nothing new again"].endswith(
+        "[nothing new to consolidate, nothing written]")
+
+
 def test_legacy_payloads_are_skipped_and_counted(db_url):
     part = MemoryStore(db_url).partition(IDENT)
     part.append("execution_result", {"skill_id": "", "success": True}, 1)

@@ -4,6 +4,7 @@ mid-pass (the next pass gives a byte-equal snapshot)."""
 
 import os
 import signal
+import sqlite3
 import threading
 import time
 
@@ -136,10 +137,16 @@ def test_kill_9_consolidator_mid_pass_then_next_pass_is_byte_equal(probe, start_
     assert client.wait_for_service(timeout_sec=30)
     wait_until(lambda: probe.call(GetState, "consolidator/get_state", GetState.Request())
                .current_state.id == State.PRIMARY_STATE_ACTIVE, 30, "consolidator active")
+    # Hold the store's write lock: the pass reads and computes, then waits to commit, so
+    # the kill lands mid-pass however fast the pass is.
+    blocker = sqlite3.connect(db_url[len("sqlite:///"):], isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
     client.call_async(Consolidate.Request(dry_run=False))  # its answer never comes
-    time.sleep(0.4)
+    time.sleep(1.0)
     os.kill(stack.processes["consolidator"].pid, signal.SIGKILL)
     stack.processes["consolidator"].wait()
+    blocker.execute("ROLLBACK")
+    blocker.close()
     assert victim.facts() == []  # the killed pass left nothing behind
     with open(tmp_path / "stack.log", "ab") as log:
         stack.respawn("consolidator", stdout=log, stderr=log)

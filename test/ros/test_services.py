@@ -38,12 +38,18 @@ def test_consolidate_service_previews_then_applies(probe, start_stack):
 
     applied = probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=False))
     assert applied.success and applied.run_event_id > 0 and applied.facts_touched >= 2
+    assert "[applied]" in applied.diff
     probe.wait_fact(lambda f: f.key == KEY and f.n_observations == 8)
     wait_until(lambda: deltas, 10, "a per-pass delta on facts_delta")
     assert {f.kind for f in deltas[-1].facts} >= {"skill_success_rate", "interaction_pattern"}
 
     again = probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=False))
     assert (again.events_read, again.facts_touched, again.run_event_id) == (0, 0, 0)
+    # The label says what was asked for and what came of it.
+    assert "[nothing new to consolidate, nothing written]" in again.diff
+    assert "dry run" not in again.diff
+    idle_preview = probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=True))
+    assert "[dry run, nothing written: nothing new to consolidate]" in idle_preview.diff
 
 
 def test_pass_runs_after_enough_new_events(probe, start_stack):

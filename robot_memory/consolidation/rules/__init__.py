@@ -5,17 +5,19 @@ extract (record -> group keys), fold (mergeable state) and render (state -> fact
 from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_ACTIVE,
                                                    STATUS_CANDIDATE, STATUS_CONTESTED,
                                                    STATUS_INVALIDATED, ConsolidationConfigError,
-                                                   RenderedFact, RulesConfig, SkipRecord,
-                                                   fact_key, supported_key)
+                                                   Partials, RenderedFact, Rule, RulesConfig,
+                                                   SkipRecord, fact_key, supported_key)
 from robot_memory.consolidation.rules.interaction_pattern import InteractionPattern
 from robot_memory.consolidation.rules.object_property import ObjectProperty
 from robot_memory.consolidation.rules.skill_success_rate import SkillSuccessRate
 from robot_memory.consolidation.rules.zone_risk import ZoneRisk
 
-RULES = (SkillSuccessRate(), InteractionPattern(), ObjectProperty(), ZoneRisk())
-RULES_BY_KIND = {rule.kind: rule for rule in RULES}
+RULES: tuple[Rule, ...] = (SkillSuccessRate(), InteractionPattern(), ObjectProperty(),
+                           ZoneRisk())
+RULES_BY_KIND: dict[str, Rule] = {rule.kind: rule for rule in RULES}
 FACT_KINDS = tuple(RULES_BY_KIND)
 
 __all__ = ["FACT_KINDS", "RULES", "RULES_BY_KIND", "RULE_VERSION", "STATUS_ACTIVE",
            "STATUS_CANDIDATE", "STATUS_CONTESTED", "STATUS_INVALIDATED",
-           "ConsolidationConfigError", "RenderedFact", "RulesConfig", "SkipRecord", "fact_key", "supported_key"]
+           "ConsolidationConfigError", "Partials", "RenderedFact", "Rule", "RulesConfig",
+           "SkipRecord", "fact_key", "supported_key"]

@@ -9,8 +9,8 @@ passes gives the same state (and so the same facts, byte for byte).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from robot_memory.errors import ConsolidationError, InputError
 
@@ -101,10 +101,65 @@ def fact_key(*parts: str) -> str:
     return " + ".join([part or "-" for part in parts])
 
 
-def supported_key(rule, group: str, item) -> str:
+@dataclass
+class Partials:
+    """A range of results aggregated (SQL GROUP BY rows, see Partition.result_aggregates)
+    into per-group partial states of each fact kind, plus the skip counts."""
+
+    groups: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # kind -> ..
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str, count: int) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + count
+
+
+class Rule(Protocol):
+    """A consolidation rule: one fact kind, a mergeable JSON state per group.
+
+    extract/fold are the per-record path (explain and the reference engine); add_outcome/
+    add_values/merge are the set-based path a pass takes; both give the same state."""
+
+    kind: str
+
+    def extract(self, record) -> list[tuple[str, Any]]:
+        """(group key, item) pairs a record contributes; raises SkipRecord."""
+
+    def fact_key_of(self, group: str, item: Any) -> str:
+        """The fact key an extracted item supports."""
+
+    def fold(self, state: dict[str, Any], item: Any, event_id: int,
+             config: RulesConfig) -> None:
+        """Add one item to a group's state."""
+
+    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
+        """Add one GROUP BY row of outcomes (see Partition.result_aggregates) to the
+        partial states of the groups a range touches."""
+
+    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+        """Add the range's parameters and observations (value x count)."""
+
+    def merge(self, state: dict[str, Any], partial: dict[str, Any],
+              config: RulesConfig) -> None:
+        """Add a partial state to a group's state (integer arithmetic only)."""
+
+    def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
+        """Keys of the facts render() makes from this state."""
+
+    def render(self, group: str, state: dict[str, Any], config: RulesConfig
+               ) -> list[RenderedFact]:
+        """The group's facts."""
+
+
+def supported_key(rule: Rule, group: str, item) -> str:
     """The fact key an extracted item supports (its group's key unless the rule says
     otherwise, as interaction_pattern does: one group, one fact per failure reason)."""
-    return rule.fact_key_of(group, item) if hasattr(rule, "fact_key_of") else group
+    return rule.fact_key_of(group, item)
+
+
+def max_support(state: dict[str, Any], partial: dict[str, Any]) -> None:
+    """note_support for a whole partial (its newest supporting event and stamp)."""
+    state["last_event_id"] = max(state.get("last_event_id", 0), partial["last_event_id"])
+    state["last_stamp_ns"] = max(state.get("last_stamp_ns", 0), partial["last_stamp_ns"])
 
 
 def note_support(state: dict[str, Any], event_id: int, stamp_ns: int) -> None:

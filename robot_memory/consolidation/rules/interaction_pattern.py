@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, RenderedFact, RulesConfig,
-                                                   fact_key, note_support, promoted_status, r6)
-from robot_memory.consolidation.rules.timeline import decayed_totals, timeline_add
-from robot_memory.consolidation.stats import band, multiset_add, wilson_confidence
+from robot_memory.consolidation.rules.base import (RULE_VERSION, Partials, RenderedFact,
+                                                   RulesConfig, fact_key, max_support,
+                                                   note_support, promoted_status, r6)
+from robot_memory.consolidation.rules.outcomes import add_counts
+from robot_memory.consolidation.rules.timeline import (decayed_totals, timeline_add,
+                                                       timeline_merge)
+from robot_memory.consolidation.stats import (band, multiset_add, multiset_merge,
+                                              wilson_confidence)
 from robot_memory.records import ExecutionRecord
 
 
@@ -24,6 +28,57 @@ class InteractionPattern:
     def fact_key_of(self, group: str, record: ExecutionRecord) -> str:
         return fact_key(record.skill_id, record.target_class,
                         record.failure_reason or "unspecified")
+
+    def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
+        return [fact_key(state["skill_id"], state["target_class"], reason)
+                for reason in sorted(state["reasons"])]
+
+    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
+        groups = into.groups.setdefault(self.kind, {})
+        (invalid, skill, target, _env, _zone, success, reason, _obs, bucket, count, _min_id,
+         max_id, max_stamp, _min_seq) = row
+        if invalid is not None or success:
+            return
+        key = fact_key(skill, target)
+        part = groups.get(key)
+        if part is None:
+            part = groups[key] = {"skill_id": skill, "target_class": target,
+                                  "failures": 0, "reasons": {}}
+        entry = part["reasons"].get(reason or "unspecified")
+        if entry is None:
+            entry = part["reasons"][reason or "unspecified"] = {
+                "count": 0, "parameters": {}, "buckets": {}, "last_event_id": 0,
+                "last_stamp_ns": 0}
+        part["failures"] += count
+        entry["count"] += count
+        add_counts(entry["buckets"], bucket, 0, count, width=1)
+        entry["last_event_id"] = max(entry["last_event_id"], max_id)
+        entry["last_stamp_ns"] = max(entry["last_stamp_ns"], max_stamp)
+
+    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+        groups = into.groups.setdefault(self.kind, {})
+        for (skill, target, _env, success, reason, name, value,
+             count) in aggregates.parameters:
+            if not success:
+                entry = groups[fact_key(skill, target)]["reasons"][reason or "unspecified"]
+                bag = entry["parameters"].setdefault(name, {})
+                bag[value] = bag.get(value, 0) + count
+
+    def merge(self, state: dict[str, Any], partial: dict[str, Any],
+              config: RulesConfig) -> None:
+        if not state:
+            state.update(skill_id=partial["skill_id"], target_class=partial["target_class"],
+                         failures=0, reasons={})
+        state["failures"] += partial["failures"]
+        for reason, part in partial["reasons"].items():
+            entry = state["reasons"].setdefault(reason, {"count": 0, "parameters": {},
+                                                         "last_event_id": 0,
+                                                         "last_stamp_ns": 0})
+            entry["count"] += part["count"]
+            for name, bag in part["parameters"].items():
+                multiset_merge(entry["parameters"].setdefault(name, {}), bag)
+            timeline_merge(entry, part["buckets"], 1, config)
+            max_support(entry, part)
 
     def fold(self, state: dict[str, Any], record: ExecutionRecord, event_id: int,
              config: RulesConfig) -> None:

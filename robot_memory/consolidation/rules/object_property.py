@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, RenderedFact, RulesConfig,
-                                                   SkipRecord, fact_key, note_support,
-                                                   promoted_status, r6)
-from robot_memory.consolidation.stats import band, exact_mean, multiset_add
+from robot_memory.consolidation.rules.base import (RULE_VERSION, Partials, RenderedFact,
+                                                   RulesConfig, SkipRecord, fact_key,
+                                                   max_support, note_support, promoted_status,
+                                                   r6)
+from robot_memory.consolidation.stats import band, exact_mean, multiset_add, multiset_merge
 from robot_memory.records import ExecutionRecord
 
 # How many observations make half the confidence (before spread is accounted for).
@@ -33,6 +34,41 @@ class ObjectProperty:
         return [(fact_key(record.target_class, name),
                  (record.target_class, name, value, record.stamp_ns))
                 for name, value in sorted(record.observations.items())]
+
+    def fact_key_of(self, group: str, item: tuple) -> str:
+        return group
+
+    def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
+        return [group]
+
+    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
+        invalid, target, has_observations, count = row[0], row[2], row[7], row[9]
+        if invalid is not None:
+            return
+        if not target:
+            into.skip(f"{self.kind}:no_target_class", count)
+        elif not has_observations:
+            into.skip(f"{self.kind}:no_observations", count)
+
+    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+        groups = into.groups.setdefault(self.kind, {})
+        for target, name, value, count, max_id, max_stamp in aggregates.observations:
+            key = fact_key(target, name)
+            part = groups.get(key)
+            if part is None:
+                part = groups[key] = {"target_class": target, "property": name, "values": {},
+                                      "last_event_id": 0, "last_stamp_ns": 0}
+            part["values"][value] = part["values"].get(value, 0) + count
+            part["last_event_id"] = max(part["last_event_id"], max_id)
+            part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+
+    def merge(self, state: dict[str, Any], partial: dict[str, Any],
+              config: RulesConfig) -> None:
+        if not state:
+            state.update(target_class=partial["target_class"], property=partial["property"],
+                         values={})
+        multiset_merge(state["values"], partial["values"])
+        max_support(state, partial)
 
     def fold(self, state: dict[str, Any], item: tuple, event_id: int,
              config: RulesConfig) -> None:

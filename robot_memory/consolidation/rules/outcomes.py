@@ -7,7 +7,7 @@ from typing import Any
 
 from robot_memory.consolidation.rules.base import RulesConfig, r6
 from robot_memory.consolidation.rules.timeline import (decayed_totals, recent_and_older,
-                                                       timeline_add)
+                                                       timeline_add, timeline_merge)
 from robot_memory.consolidation.stats import two_proportion_z, wilson_confidence
 from robot_memory.records import ExecutionRecord
 
@@ -18,6 +18,21 @@ def outcome_column(record: ExecutionRecord, config: RulesConfig) -> int:
     if record.success:
         return SUCCESS
     return SAFETY_FAILURE if record.failure_reason in config.safety_failure_reasons else FAILURE
+
+
+def column_of(success: int, failure_reason: str, config: RulesConfig) -> int:
+    """outcome_column from typed columns (a GROUP BY row)."""
+    if success:
+        return SUCCESS
+    return SAFETY_FAILURE if failure_reason in config.safety_failure_reasons else FAILURE
+
+
+def add_counts(buckets: dict[int, list[int]], bucket: int, column: int, count: int,
+               width: int = 3) -> None:
+    row = buckets.get(bucket)
+    if row is None:
+        row = buckets[bucket] = [0] * width
+    row[column] += count
 
 
 def add_outcome(state: dict[str, Any], record: ExecutionRecord, config: RulesConfig) -> None:
@@ -52,3 +67,7 @@ def rate_block(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, An
     block = {"n": r6(weighted["n"]), "successes": r6(weighted["successes"]),
              "rate": r6(weighted["successes"] / weighted["n"]) if weighted["n"] else 0.0}
     return block, confidence
+
+
+def merge_outcomes(state: dict[str, Any], partial: dict[str, Any], config: RulesConfig) -> None:
+    timeline_merge(state, partial["buckets"], 3, config)

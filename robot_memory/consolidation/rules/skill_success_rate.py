@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTED,
+from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTED, Partials,
                                                    RenderedFact, RulesConfig, count_into,
-                                                   fact_key, note_support, promoted_status)
-from robot_memory.consolidation.rules.outcomes import add_outcome, contradiction, rate_block
-from robot_memory.consolidation.stats import band, most_common, multiset_add, shrunk_rate
+                                                   fact_key, max_support, note_support,
+                                                   promoted_status)
+from robot_memory.consolidation.rules.outcomes import (add_counts, add_outcome, column_of,
+                                                       contradiction, merge_outcomes,
+                                                       rate_block)
+from robot_memory.consolidation.stats import (band, most_common, multiset_add, multiset_merge,
+                                              shrunk_rate)
 from robot_memory.records import ExecutionRecord
 
 
@@ -18,6 +22,58 @@ class SkillSuccessRate:
 
     def extract(self, record: ExecutionRecord) -> list[tuple[str, ExecutionRecord]]:
         return [(fact_key(record.skill_id, record.target_class, record.environment), record)]
+
+    def fact_key_of(self, group: str, item: ExecutionRecord) -> str:
+        return group
+
+    def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
+        return [group]
+
+    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
+        groups = into.groups.setdefault(self.kind, {})
+        (invalid, skill, target, environment, _zone, success, reason, _obs, bucket, count,
+         _min_id, max_id, max_stamp, _min_seq) = row
+        if invalid is not None:
+            return
+        key = fact_key(skill, target, environment)
+        part = groups.get(key)
+        if part is None:
+            part = groups[key] = {
+                "skill_id": skill, "target_class": target, "environment": environment,
+                "n": 0, "successes": 0, "success_parameters": {}, "failure_reasons": {},
+                "buckets": {}, "last_event_id": 0, "last_stamp_ns": 0}
+        part["n"] += count
+        if success:
+            part["successes"] += count
+        else:
+            count_into(part["failure_reasons"], reason or "unspecified", count)
+        add_counts(part["buckets"], bucket, column_of(success, reason, config), count)
+        part["last_event_id"] = max(part["last_event_id"], max_id)
+        part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+
+    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+        groups = into.groups.setdefault(self.kind, {})
+        for (skill, target, environment, success, _reason, name, value,
+             count) in aggregates.parameters:
+            if success:
+                bags = groups[fact_key(skill, target, environment)]["success_parameters"]
+                bag = bags.setdefault(name, {})
+                bag[value] = bag.get(value, 0) + count
+
+    def merge(self, state: dict[str, Any], partial: dict[str, Any],
+              config: RulesConfig) -> None:
+        if not state:
+            state.update(skill_id=partial["skill_id"], target_class=partial["target_class"],
+                         environment=partial["environment"], n=0, successes=0,
+                         success_parameters={}, failure_reasons={})
+        state["n"] += partial["n"]
+        state["successes"] += partial["successes"]
+        for name, bag in partial["success_parameters"].items():
+            multiset_merge(state["success_parameters"].setdefault(name, {}), bag)
+        for reason, count in partial["failure_reasons"].items():
+            count_into(state["failure_reasons"], reason, count)
+        merge_outcomes(state, partial, config)
+        max_support(state, partial)
 
     def fold(self, state: dict[str, Any], record: ExecutionRecord, event_id: int,
              config: RulesConfig) -> None:

@@ -82,3 +82,40 @@ def recent_and_older(state: dict[str, Any], config: RulesConfig) -> tuple[list[i
         for i, count in enumerate(row):
             side[i] += count
     return recent, older
+
+
+def timeline_merge(state: dict[str, Any], counts: dict[int, list[int]], width: int,
+                   config: RulesConfig) -> None:
+    """Add per-bucket counts (from a GROUP BY) to the timeline: the same state as
+    timeline_add once per counted event, in any order (the horizon fold depends only
+    on the newest bucket, which only grows)."""
+    timeline = state.get("timeline")
+    if timeline is None:
+        timeline = state["timeline"] = {"bucket_s": config.time_bucket_s, "buckets": {},
+                                        "ancient": [0] * width, "newest": None,
+                                        "oldest": None}
+    elif timeline["bucket_s"] != config.time_bucket_s:
+        raise ConsolidationConfigError(
+            f"state was built with time_bucket_s={timeline['bucket_s']}, config says "
+            f"{config.time_bucket_s}; rebuild the facts with `robot-memory replay`")
+    if not counts:
+        return
+    newest = max(counts) if timeline["newest"] is None else max(timeline["newest"],
+                                                                 max(counts))
+    timeline["newest"] = newest
+    oldest_kept = newest - config.horizon_buckets()
+    kept, ancient = timeline["buckets"], timeline["ancient"]
+    for bucket, row in counts.items():
+        if bucket < oldest_kept:
+            for i, count in enumerate(row):
+                ancient[i] += count
+            continue
+        into = kept.get(str(bucket))
+        if into is None:
+            kept[str(bucket)] = list(row)
+        else:
+            for i, count in enumerate(row):
+                into[i] += count
+    if timeline["oldest"] is not None and timeline["oldest"] < oldest_kept:
+        _fold_stale(timeline, oldest_kept)
+    timeline["oldest"] = min(map(int, kept), default=None)

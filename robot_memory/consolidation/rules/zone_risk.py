@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTED,
+from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTED, Partials,
                                                    RenderedFact, RulesConfig, SkipRecord,
-                                                   count_into, fact_key, note_support,
-                                                   promoted_status, r6)
-from robot_memory.consolidation.rules.outcomes import add_outcome, contradiction, rate_block
+                                                   count_into, fact_key, max_support,
+                                                   note_support, promoted_status, r6)
+from robot_memory.consolidation.rules.outcomes import (add_counts, add_outcome, column_of,
+                                                       contradiction, merge_outcomes,
+                                                       rate_block)
 from robot_memory.consolidation.stats import most_common
 from robot_memory.records import ExecutionRecord
 
@@ -23,6 +25,54 @@ class ZoneRisk:
         if record.environment:
             return [(fact_key("environment", record.environment), record)]
         raise SkipRecord("no_zone_or_environment")
+
+    def fact_key_of(self, group: str, item: ExecutionRecord) -> str:
+        return group
+
+    def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
+        return [group]
+
+    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
+        groups = into.groups.setdefault(self.kind, {})
+        (invalid, _skill, _target, environment, zone, success, reason, _obs, bucket, count,
+         _min_id, max_id, max_stamp, _min_seq) = row
+        if invalid is not None:
+            return
+        if not (zone or environment):
+            into.skip(f"{self.kind}:no_zone_or_environment", count)
+            return
+        scope, name = ("zone", zone) if zone else ("environment", environment)
+        key = fact_key(scope, name)
+        part = groups.get(key)
+        if part is None:
+            part = groups[key] = {"scope": scope, "name": name, "n": 0, "incidents": 0,
+                                  "safety_incidents": 0, "failure_reasons": {},
+                                  "buckets": {}, "last_event_id": 0, "last_stamp_ns": 0}
+        part["n"] += count
+        if not success:
+            part["incidents"] += count
+            named = reason or "unspecified"
+            count_into(part["failure_reasons"], named, count)
+            if named in config.safety_failure_reasons:
+                part["safety_incidents"] += count
+        add_counts(part["buckets"], bucket, column_of(success, reason, config), count)
+        part["last_event_id"] = max(part["last_event_id"], max_id)
+        part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+
+    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+        pass  # no parameters or observations
+
+    def merge(self, state: dict[str, Any], partial: dict[str, Any],
+              config: RulesConfig) -> None:
+        if not state:
+            state.update(scope=partial["scope"], name=partial["name"], n=0, incidents=0,
+                         safety_incidents=0, failure_reasons={})
+        for counter in ("n", "incidents", "safety_incidents"):
+            state[counter] += partial[counter]
+        for reason, count in partial["failure_reasons"].items():
+            count_into(state["failure_reasons"], reason, count)
+        merge_outcomes(state, partial, config)
+        max_support(state, partial)
 
     def fold(self, state: dict[str, Any], record: ExecutionRecord, event_id: int,
              config: RulesConfig) -> None:

@@ -1,0 +1,77 @@
+"""Where consolidation stands, read from the log: the one checkpoint reader that the
+pass, the consolidator node and the grounding server share.
+
+The newest `consolidation_run` event is the checkpoint: its seq and id (the facts'
+version), the last chain position whose results it folded (`last_seq`) and the last
+override it applied (`override_seq`, older runs lack it: then `last_seq`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from robot_memory.consolidation.override_plan import OverridePlan
+from robot_memory.event_kinds import CONSOLIDATION_RUN, OVERRIDE
+from robot_memory.store.episodic import FactRow, Partition, StoredEvent
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    run_seq: int = 0  # chain position of the newest run event (0 before any pass)
+    run_event_id: int = 0  # its events.id: the version of the facts
+    done_seq: int = 0  # results up to here are folded
+    override_seq: int = 0  # overrides up to here are applied
+
+
+def read_checkpoint(partition: Partition, conn: Connection) -> Checkpoint:
+    run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
+    if run is None:
+        return Checkpoint()
+    done = int(run.payload["last_seq"])
+    return Checkpoint(run.seq, run.id, done, int(run.payload.get("override_seq", done)))
+
+
+def overrides_waiting(partition: Partition, conn: Connection, checkpoint: Checkpoint) -> bool:
+    """Is there an override event no pass has applied yet?"""
+    latest = partition.latest_event(OVERRIDE, conn=conn)
+    return latest is not None and latest.seq > checkpoint.override_seq
+
+
+def read_overrides(partition: Partition, conn: Connection, until_seq: int,
+                   until_stamp_ns: int | None = None) -> list[StoredEvent]:
+    """Override events up to a chain position (and event time), in log order."""
+    found = list(partition.events([OVERRIDE], until_seq=until_seq, conn=conn))
+    if until_stamp_ns is not None:
+        found = [e for e in found if e.stamp_ns <= until_stamp_ns]
+    return found
+
+
+def result_range(done_seq: int, plan: OverridePlan, until: int) -> tuple[int, int]:
+    """(after, until] of the execution results a pass (or a replay, done_seq 0) folds:
+    nothing at or before the last reset, nothing logged after a freeze in force."""
+    after = max(done_seq, plan.reset_seq)
+    if plan.frozen_since is None:
+        return after, until
+    return after, max(after, min(until, plan.frozen_since))
+
+
+# -- for the nodes: each reads one snapshot, and opens no transaction itself ------------
+def backlog(partition: Partition) -> tuple[int, bool]:
+    """(results logged past the checkpoint, is an override waiting)."""
+    with partition.store.read() as conn:
+        done = read_checkpoint(partition, conn)
+        return (partition.head(conn)[0] - done.done_seq,
+                overrides_waiting(partition, conn, done))
+
+
+def facts_at_checkpoint(partition: Partition) -> tuple[int, list[FactRow]]:
+    """(events.id of the newest run, i.e. the facts' version, and the facts)."""
+    with partition.store.read() as conn:
+        return read_checkpoint(partition, conn).run_event_id, partition.facts(conn=conn)
+
+
+def facts_by_key(partition: Partition, keys: set[tuple[str, str]]) -> list[FactRow]:
+    with partition.store.read() as conn:
+        return partition.facts_by_key(keys, conn)

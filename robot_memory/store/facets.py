@@ -1,0 +1,84 @@
+"""Facets of an execution result: the typed columns the consolidation rules group and
+count by, derived from the canonical payload when the event is appended (or by the
+schema-2 migration), so that no pass decodes JSON."""
+
+from __future__ import annotations
+
+import json
+from sqlalchemy import Connection, insert, select
+
+from robot_memory.records import InvalidRecord, record_from_payload
+from robot_memory.store.schema import (COMBO_FIELDS, OBSERVATION, PARAMETER, result_combos,
+                                       result_facets, result_values)
+
+Combo = tuple  # the COMBO_FIELDS values of one result
+
+
+def facets_of(payload_json: str, stamp_ns: int) -> tuple[Combo, list[tuple[int, str, str]]]:
+    """(combination, [(source, name, value_repr)]) of one stored execution_result,
+    decoded from the stored canonical bytes exactly as a pass over payloads reads them."""
+    try:
+        record = record_from_payload(json.loads(payload_json), stamp_ns)
+    except InvalidRecord as exc:
+        return ("", "", "", "", 0, "", 0, exc.reason), []
+    combo = (record.skill_id, record.target_class, record.environment, record.zone,
+             int(record.success), record.failure_reason, int(bool(record.observations)), "")
+    values = [(PARAMETER, name, repr(float(v))) for name, v in record.parameters.items()]
+    values += [(OBSERVATION, name, repr(float(v))) for name, v in record.observations.items()]
+    return combo, values
+
+
+class ComboIds:
+    """combination -> combo_id of one identity. Rows are only ever added, and only by a
+    writer holding the chain's lock, so a cached id stays right."""
+
+    def __init__(self, identity_hash: str):
+        self.identity_hash = identity_hash
+        self.ids: dict[Combo, int] = {}
+        self.loaded = False
+
+    def load(self, conn: Connection) -> dict[int, Combo]:
+        """combo_id -> combination, all of this identity's (a pass reads them)."""
+        rows = conn.execute(select(result_combos.c.combo_id,
+                                   *[result_combos.c[name] for name in COMBO_FIELDS])
+                            .where(result_combos.c.identity_hash == self.identity_hash)).all()
+        by_id = {row[0]: tuple(row[1:]) for row in rows}
+        self.ids.update({combo: combo_id for combo_id, combo in by_id.items()})
+        self.loaded = True
+        return by_id
+
+    def ids_of(self, conn: Connection, combos: set[Combo]) -> dict[Combo, int]:
+        missing = combos - self.ids.keys()
+        if missing:
+            self.load(conn)  # another process may have added them
+            new = [dict(zip(COMBO_FIELDS, combo), identity_hash=self.identity_hash)
+                   for combo in sorted(missing - self.ids.keys())]
+            if new:
+                conn.execute(insert(result_combos), new)
+                self.load(conn)
+        return self.ids
+
+
+def insert_facets(conn: Connection, results: list[tuple[int, int, int, str]],
+                  combo_ids: ComboIds) -> int:
+    """Index (event id, seq, stamp_ns, payload_json) execution results of one identity;
+    returns how many."""
+    if not results:
+        return 0
+    decoded = [(event_id, seq, stamp_ns, *facets_of(payload_json, stamp_ns))
+               for event_id, seq, stamp_ns, payload_json in results]
+    ids = combo_ids.ids_of(conn, {combo for *_, combo, _ in decoded})
+    ident = combo_ids.identity_hash
+    facets, values = [], []
+    for event_id, seq, stamp_ns, combo, named in decoded:
+        combo_id = ids[combo]
+        facets.append({"event_id": event_id, "identity_hash": ident, "seq": seq,
+                       "stamp_ns": stamp_ns, "combo_id": combo_id})
+        values += [{"event_id": event_id, "identity_hash": ident, "combo_id": combo_id,
+                    "stamp_ns": stamp_ns,
+                    "source": source, "name": name, "value_repr": value}
+                   for source, name, value in named]
+    conn.execute(insert(result_facets), facets)
+    if values:
+        conn.execute(insert(result_values), values)
+    return len(facets)

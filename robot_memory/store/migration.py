@@ -1,0 +1,102 @@
+"""Schema upgrades. A migration adds derived columns and tables; it never rewrites an
+event. Every chain is re-hashed before (a broken store is not touched) and after, and
+the upgrade is logged in each chain as a `schema_migration` event.
+
+1 -> 2: result_facets and result_values, back-filled from the stored execution results.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from sqlalchemy import select, text, update
+
+from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
+from robot_memory.store.episodic import SCHEMA_LOCK_KEY, MemoryStore, NewEvent, StoreError
+from robot_memory.store.facets import ComboIds, insert_facets
+from robot_memory.store.integrity import verify_chain
+from robot_memory.store.schema import SCHEMA_VERSION, chain_heads, events, store_info
+
+BATCH = 20_000
+
+
+@dataclass
+class MigrationReport:
+    from_version: int
+    to_version: int = SCHEMA_VERSION
+    results_indexed: dict[str, int] = field(default_factory=dict)  # identity -> results
+    events_verified_before: int = 0
+    events_verified_after: int = 0
+    migration_event_ids: list[int] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if self.from_version == self.to_version:
+            return f"schema version {self.to_version}: nothing to migrate"
+        return (f"migrated schema {self.from_version} -> {self.to_version}: indexed "
+                f"{sum(self.results_indexed.values())} execution results of "
+                f"{len(self.results_indexed)} identities; chains intact before "
+                f"({self.events_verified_before} events re-hashed) and after "
+                f"({self.events_verified_after})")
+
+
+def _schema_version(conn) -> int:
+    return int(conn.execute(select(store_info.c.value).where(
+        store_info.c.key == "schema_version")).scalar_one())
+
+
+def _verify_all(store: MemoryStore, when: str) -> int:
+    checked = 0
+    for identity in store.identities():
+        report = verify_chain(store.partition(identity))
+        if not report.ok:
+            raise StoreError(f"schema migration refused {when}: {report.describe()}")
+        checked += report.events_checked
+    return checked
+
+
+def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationReport:
+    """Bring the store to SCHEMA_VERSION (idempotent: a current store is left alone)."""
+    with store.read() as conn:
+        version = _schema_version(conn)
+    report = MigrationReport(version)
+    if version == SCHEMA_VERSION:
+        return report
+    if version != 1:
+        raise StoreError(f"store {store.url}: no migration from schema version {version}")
+    report.events_verified_before = _verify_all(store, "before (the store is not intact)")
+    stamp = stamp_ns if stamp_ns is not None else time.time_ns()
+    with store.write() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        if _schema_version(conn) == SCHEMA_VERSION:  # another process migrated meanwhile
+            return MigrationReport(SCHEMA_VERSION)
+        identities = list(conn.execute(select(chain_heads.c.identity_hash)
+                                       .order_by(chain_heads.c.identity_hash)).scalars())
+        for identity in identities:
+            report.results_indexed[identity] = _backfill(conn, identity)
+        conn.execute(update(store_info).where(store_info.c.key == "schema_version")
+                     .values(value=str(SCHEMA_VERSION)))
+        for identity in identities:
+            event = store.partition(identity).append_in(conn, [NewEvent(
+                SCHEMA_MIGRATION, {"from_version": version, "to_version": SCHEMA_VERSION,
+                                   "results_indexed": report.results_indexed[identity]},
+                stamp)])[0]
+            report.migration_event_ids.append(event.id)
+    report.events_verified_after = _verify_all(
+        store, "after (the migration broke a chain; restore the backup)")
+    return report
+
+
+def _backfill(conn, identity: str) -> int:
+    cursor, indexed, combos = 0, 0, ComboIds(identity)
+    while True:
+        batch = conn.execute(select(events.c.id, events.c.seq, events.c.stamp_ns,
+                                    events.c.payload_json)
+                             .where(events.c.identity_hash == identity,
+                                    events.c.kind == EXECUTION_RESULT, events.c.seq > cursor)
+                             .order_by(events.c.seq).limit(BATCH)).all()
+        indexed += insert_facets(conn, [tuple(row) for row in batch], combos)
+        if len(batch) < BATCH:
+            return indexed
+        cursor = batch[-1][1]

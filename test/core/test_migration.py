@@ -1,0 +1,149 @@
+"""Schema 1 -> 2: a store written before the result facets existed is upgraded when it
+is opened (or by `robot-memory migrate`): verified before and after, logged as an
+event, no event rewritten, and consolidation goes on to the same facts."""
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+
+import oracle_consolidation
+import pytest
+from helpers import varied_events
+from sqlalchemy import create_engine, func, select, text
+
+from robot_memory.consolidation import consolidation_pass, facts_snapshot, replay_snapshot
+from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
+from robot_memory.store import MemoryStore, NewEvent, verify_chain
+from robot_memory.store.episodic import StoreError
+from robot_memory.store.schema import SCHEMA_VERSION, result_combos, result_facets
+
+IDENT, OTHER = "d" * 64, "e" * 64
+
+
+def build_v1_store(path, consolidated_events: int = 150, later_events: int = 100) -> None:
+    """What version 1 left on disk: the log, a pass by the engine of that version over
+    part of it, and no result facets (the tables are dropped with raw SQL)."""
+    events = varied_events(consolidated_events + later_events)
+    store = MemoryStore(f"sqlite:///{path}")
+    part = store.partition(IDENT)
+    part.append_many(events[:consolidated_events])
+    part.append("execution_result", {"skill_id": "", "success": True}, 7)  # legacy row
+    store.partition(OTHER).append_many(events[:20])
+    oracle_consolidation.consolidation_pass(part)
+    part.append_many(events[consolidated_events:])
+    store.close()
+    with closing(sqlite3.connect(path)) as conn:
+        for table in ("result_values", "result_facets", "result_combos"):
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute("UPDATE store_info SET value = '1' WHERE key = 'schema_version'")
+        conn.commit()
+
+
+def raw_events(path):
+    with closing(sqlite3.connect(path)) as conn:
+        return conn.execute("SELECT id, identity_hash, seq, kind, stamp_ns, payload_json, "
+                            "prev_hash, event_hash FROM events ORDER BY id").fetchall()
+
+
+def test_a_v1_store_migrates_on_open_verifies_and_keeps_every_event(tmp_path):
+    path = tmp_path / "v1.db"
+    build_v1_store(path)
+    before = raw_events(path)
+    store = MemoryStore(f"sqlite:///{path}")
+    report = store.migration
+    assert report is not None and (report.from_version, report.to_version) == (1, 2)
+    assert report.results_indexed == {IDENT: 251, OTHER: 20}
+    assert report.events_verified_before == len(before)
+    after = raw_events(path)
+    assert after[:len(before)] == before  # nothing rewritten, nothing removed
+    added = after[len(before):]
+    assert [(row[1], row[3]) for row in added] == [(IDENT, SCHEMA_MIGRATION),
+                                                   (OTHER, SCHEMA_MIGRATION)]
+    for ident in (IDENT, OTHER):
+        assert verify_chain(store.partition(ident)).ok
+    with store.read() as conn:
+        indexed = conn.execute(select(func.count()).select_from(result_facets)).scalar()
+        invalid = conn.execute(select(func.count()).select_from(result_facets.join(
+            result_combos, result_combos.c.combo_id == result_facets.c.combo_id)).where(
+            result_combos.c.invalid_reason != "")).scalar()
+    assert (indexed, invalid) == (271, 1)
+    store.close()
+    assert MemoryStore(f"sqlite:///{path}").migration is None  # once only
+
+
+def test_consolidation_after_migration_gives_the_same_facts(tmp_path):
+    """The migrated store's next (set-based) pass picks up where the old engine's pass
+    stopped and ends where the old engine alone ends."""
+    path, reference = tmp_path / "v1.db", tmp_path / "reference.db"
+    build_v1_store(path)
+    shutil.copy(path, reference)
+    migrated = MemoryStore(f"sqlite:///{path}").partition(IDENT)
+    report = consolidation_pass(migrated)
+    assert report.events_read == 100 and report.applied
+    old = MemoryStore(f"sqlite:///{reference}").partition(IDENT)
+    oracle_consolidation.consolidation_pass(old)
+    assert migrated.facts() == old.facts()
+    assert facts_snapshot(migrated) == replay_snapshot(migrated)
+    assert consolidation_pass(migrated).facts_touched == 0
+
+
+def test_a_tampered_v1_store_is_not_migrated(tmp_path):
+    path = tmp_path / "v1.db"
+    build_v1_store(path)
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("DROP TRIGGER events_refuse_update")
+        conn.execute("UPDATE events SET payload_json = '{}' WHERE seq = 3")
+        conn.commit()
+    with pytest.raises(StoreError, match="migration refused before.*seq 3"):
+        MemoryStore(f"sqlite:///{path}")
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT value FROM store_info").fetchone() == ("1",)
+        assert conn.execute("SELECT count(*) FROM events WHERE kind = ?",
+                            (SCHEMA_MIGRATION,)).fetchone() == (0,)
+
+
+def test_robot_memory_migrate_command(tmp_path):
+    path = tmp_path / "v1.db"
+    build_v1_store(path)
+    command = [sys.executable, "-m", "robot_memory.cli", "migrate", "--db", f"sqlite:///{path}"]
+    first = subprocess.run(command, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    assert "migrated schema 1 -> 2: indexed 271 execution results of 2 identities" in \
+        first.stdout
+    again = subprocess.run(command, capture_output=True, text=True)
+    assert again.returncode == 0 and "nothing to migrate" in again.stdout
+
+
+def test_a_new_store_starts_at_the_current_schema_and_indexes_on_append(db_url):
+    store = MemoryStore(db_url)
+    part = store.partition(IDENT)
+    part.append_many(varied_events(5) + [NewEvent("override", {"action": "freeze"}, 1)])
+    with store.read() as conn:
+        assert conn.execute(select(func.count()).select_from(result_facets)).scalar() == 5
+        assert conn.exec_driver_sql("SELECT value FROM store_info").scalar() == \
+            str(SCHEMA_VERSION)
+    assert part.count_events(EXECUTION_RESULT) == 5
+
+
+def test_a_v1_store_migrates_on_postgresql(pg_url):
+    store = MemoryStore(pg_url)
+    part = store.partition(IDENT)
+    part.append_many(varied_events(60))
+    oracle_consolidation.consolidation_pass(part)
+    part.append_many(varied_events(90)[60:])
+    store.close()
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:  # what version 1 left: no result tables, version 1
+        for table in ("result_values", "result_facets", "result_combos"):
+            conn.execute(text(f"DROP TABLE {table}"))
+        conn.execute(text("UPDATE store_info SET value = '1' WHERE key = 'schema_version'"))
+    engine.dispose()
+    migrated = MemoryStore(pg_url)
+    assert migrated.migration.results_indexed == {IDENT: 90}
+    part = migrated.partition(IDENT)
+    assert verify_chain(part).ok
+    assert consolidation_pass(part).events_read == 30
+    assert facts_snapshot(part) == replay_snapshot(part)
+    migrated.close()

@@ -1,0 +1,362 @@
+"""TEST ORACLE ONLY: the per-event consolidation engine that the set-based pass in
+robot_memory/consolidation/consolidation_pass.py replaced. It decodes every payload and
+folds one record at a time; the equivalence tests run it beside the new engine and
+require byte-equal facts and states. Not used by the package.
+
+One consolidation pass over one identity's new events.
+
+Read the events past the checkpoint, fold them into per-key states, render facts,
+and write the changed facts, the states, any knowledge_conflict events and the
+`consolidation_run` event in ONE transaction: a pass killed at any point leaves all
+of it or none of it, so the next pass redoes exactly the same range, counting nothing
+twice. Another pass that commits first makes this one raise ConcurrentPass.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
+
+from robot_memory.canonical import canonical_json
+from robot_memory.consolidation.checkpoint import read_overrides as override_events
+from robot_memory.consolidation.override_plan import fact_as_rendered, plan_overrides
+from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND,
+                                              STATUS_CONTESTED, STATUS_INVALIDATED,
+                                              RenderedFact, RulesConfig, SkipRecord)
+from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
+                                     KNOWLEDGE_CONFLICT_RESOLVED, OVERRIDE)
+from robot_memory.records import InvalidRecord, record_from_payload
+from robot_memory.store.episodic import FactRow, NewEvent, Partition
+from robot_memory.store.schema import consolidation_state, semantic_facts
+
+CHUNK = 5000
+
+GroupId = tuple[str, str]  # (fact kind, group key)
+
+
+from robot_memory.store.episodic import ConcurrentPass  # noqa: E402
+
+
+@dataclass(frozen=True)
+class FactChange:
+    kind: str
+    key: str
+    old: FactRow | None
+    new: RenderedFact
+
+
+@dataclass
+class PassReport:
+    identity_hash: str
+    rule_version: str = RULE_VERSION
+    first_seq: int = 0
+    last_seq: int = 0
+    events_read: int = 0
+    facts_touched: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    changes: list[FactChange] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    run_event_id: int | None = None
+    # events.id of the run this pass builds on (0 before any): a delta follows it.
+    previous_run_event_id: int = 0
+    duration_s: float = 0.0
+    applied: bool = False
+    frozen: bool = False  # an operator froze consolidation: results after it wait
+    overrides_applied: int = 0
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    def summary(self) -> str:
+        frozen = " [consolidation FROZEN by an operator]" if self.frozen else ""
+        return (f"consolidation pass: read {self.events_read} events (seq {self.first_seq}.."
+                f"{self.last_seq}), applied {self.overrides_applied} overrides, touched "
+                f"{self.facts_touched} facts, skipped {sum(self.skipped.values())}, conflicts "
+                f"{len(self.conflicts)}, took {self.duration_s * 1000:.1f} ms{frozen}")
+
+
+class Folder:
+    """Folds events into per-group states; `load` fetches stored states of groups seen
+    for the first time (one query per chunk), so memory holds only touched groups."""
+
+    def __init__(self, config: RulesConfig, report: PassReport,
+                 load: Callable[[str, set[str]], dict[str, dict]] | None = None):
+        self.config = config
+        self.report = report
+        self.load = load
+        self.states: dict[GroupId, dict[str, Any]] = {}
+        self.stored: set[GroupId] = set()  # groups that already had a row before this pass
+
+    def fold(self, rows: Iterable[tuple[int, int, int, str]]) -> None:
+        """Fold (id, seq, stamp_ns, payload_json) rows of execution results."""
+        chunk: list[tuple[GroupId, Any, int]] = []
+        for event_id, _seq, stamp_ns, payload_json in rows:
+            self.report.events_read += 1
+            try:
+                record = record_from_payload(json.loads(payload_json), stamp_ns)
+            except InvalidRecord as exc:
+                self.report.skip(f"invalid_payload:{exc.reason}")
+                continue
+            for rule in RULES:
+                try:
+                    items = rule.extract(record)
+                except SkipRecord as skip:
+                    self.report.skip(f"{rule.kind}:{skip.reason}")
+                    continue
+                kind = rule.kind
+                for group, item in items:
+                    chunk.append(((kind, group), item, event_id))
+            if len(chunk) >= CHUNK:
+                self._fold_chunk(chunk)
+                chunk = []
+        self._fold_chunk(chunk)
+
+    def _fold_chunk(self, chunk: list[tuple[GroupId, Any, int]]) -> None:
+        missing = {gid for gid, _, _ in chunk if gid not in self.states}
+        if missing and self.load is not None:
+            for kind in {k for k, _ in missing}:
+                loaded = self.load(kind, {g for k, g in missing if k == kind})
+                for group, state in loaded.items():
+                    self.states[(kind, group)] = state
+                    self.stored.add((kind, group))
+        for gid, item, event_id in chunk:
+            RULES_BY_KIND[gid[0]].fold(self.states.setdefault(gid, {}), item, event_id,
+                                       self.config)
+
+    def render(self, gid: GroupId) -> list[RenderedFact]:
+        return RULES_BY_KIND[gid[0]].render(gid[1], self.states[gid], self.config)
+
+
+def checkpoint(partition: Partition, conn: Connection) -> tuple[int, int, int]:
+    """(seq and id of the last consolidation_run event, last seq it processed);
+    zeros before any pass."""
+    run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
+    if run is None:
+        return 0, 0, 0
+    return run.seq, run.id, int(run.payload["last_seq"])
+
+
+def overrides_waiting(partition: Partition, conn: Connection) -> bool:
+    """Is there an override event no pass has applied yet?"""
+    latest = partition.latest_event(OVERRIDE, conn=conn)
+    if latest is None:
+        return False
+    run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
+    applied = int(run.payload.get("override_seq", run.payload["last_seq"])) if run else 0
+    return latest.seq > applied
+
+
+def latest_run_id(partition: Partition, conn: Connection) -> int:
+    """events.id of the newest consolidation_run (0 before any): the facts' version."""
+    run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
+    return run.id if run else 0
+
+
+def _state_loader(partition: Partition, conn: Connection):
+    def load(kind: str, groups: set[str]) -> dict[str, dict]:
+        rows = conn.execute(select(consolidation_state.c.fact_key, consolidation_state.c.state_json)
+                            .where(consolidation_state.c.identity_hash == partition.identity_hash,
+                                   consolidation_state.c.fact_kind == kind,
+                                   consolidation_state.c.fact_key.in_(sorted(groups))))
+        return {key: json.loads(text) for key, text in rows}
+    return load
+
+
+def _same(old: FactRow, fact: RenderedFact) -> bool:
+    return (old.value_json == canonical_json(fact.value) and old.status == fact.status
+            and old.rule_version == fact.rule_version
+            and old.confidence == fact.confidence and old.n_observations == fact.n_observations
+            and old.last_supporting_event_id == fact.last_supporting_event_id
+            and old.last_updated_ns == fact.last_updated_ns)
+
+
+def _conflict_event(change: FactChange) -> dict[str, Any] | None:
+    was = change.old.status if change.old else None
+    now = change.new.status
+    if STATUS_INVALIDATED in (was, now) or change.new.rule_version != RULE_VERSION:
+        return None  # an operator's doing, logged as the override itself
+    if now == STATUS_CONTESTED and was != STATUS_CONTESTED:
+        kind = KNOWLEDGE_CONFLICT
+    elif was == STATUS_CONTESTED and now != STATUS_CONTESTED:
+        kind = KNOWLEDGE_CONFLICT_RESOLVED
+    else:
+        return None
+    return {"event_kind": kind, "fact_kind": change.kind, "fact_key": change.key,
+            "status": {"from": was, "to": now}, "test": change.new.conflict}
+
+
+def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig(), *,
+                       apply: bool = True, stamp_ns: int | None = None,
+                       max_events: int | None = None) -> PassReport:
+    """Run one pass; with apply=False only report what it would change (dry run)."""
+    started = time.perf_counter()
+    report = PassReport(partition.identity_hash)
+    with partition.store.read() as conn:
+        run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
+        run_seq, report.previous_run_event_id, done_seq = (
+            (run.seq, run.id, int(run.payload["last_seq"])) if run else (0, 0, 0))
+        done_overrides = int(run.payload.get("override_seq", done_seq)) if run else 0
+        until = partition.head(conn)[0]
+        if max_events is not None:
+            until = min(until, done_seq + max_events)
+        overrides = override_events(partition, conn, until)
+        plan = plan_overrides(overrides)
+        new_overrides = [o for o in overrides if o.seq > done_overrides]
+        reset_pending = plan.reset_seq > done_overrides
+        results_from = max(done_seq, plan.reset_seq)
+        results_until = until if plan.frozen_since is None else \
+            max(results_from, min(until, plan.frozen_since))
+        report.frozen = plan.frozen_since is not None
+        seen = {"first_seq": 0, "last_stamp": 0}
+
+        def streamed():  # note the range while folding, without holding the events
+            for row in partition.payload_rows(EXECUTION_RESULT, results_from, results_until,
+                                              conn):
+                seen["first_seq"] = seen["first_seq"] or row[1]
+                if row[2] > seen["last_stamp"]:
+                    seen["last_stamp"] = row[2]
+                yield row
+
+        # After a reset nothing learnt before counts: start from empty states.
+        folder = Folder(config, report, None if reset_pending else _state_loader(partition, conn))
+        folder.fold(streamed())
+        report.first_seq, report.last_seq = seen["first_seq"], results_until
+        report.overrides_applied = len(new_overrides)
+        if report.events_read == 0 and not new_overrides:
+            report.last_seq = done_seq
+            report.duration_s = time.perf_counter() - started
+            return report
+        rendered = {(f.kind, f.key): f for gid in sorted(folder.states)
+                    for f in folder.render(gid)}
+        keys = set(rendered) | plan.keys_changed_after(done_overrides)
+        existing = {} if reset_pending else \
+            {(f.kind, f.key): f for f in partition.facts_by_key(keys, conn)}
+
+    for key in sorted(keys):
+        evidence = rendered.get(key)
+        if evidence is None and key in existing:
+            evidence = fact_as_rendered(existing[key])
+        fact = plan.finalize(key, evidence)
+        old = existing.get(key)
+        if fact is not None and (old is None or not _same(old, fact)):
+            report.changes.append(FactChange(key[0], key[1], old, fact))
+    report.facts_touched = len(report.changes)
+    report.conflicts = [c for c in map(_conflict_event, report.changes) if c]
+
+    if apply:
+        stamp = stamp_ns if stamp_ns is not None else seen["last_stamp"]
+        with partition.store.write() as conn:
+            if checkpoint(partition, conn)[0] != run_seq:
+                raise ConcurrentPass("another consolidation pass committed first; retry")
+            if reset_pending:
+                _drop_semantic_tier(partition, conn)
+            _write_states(partition, conn, folder)
+            _write_facts(partition, conn, report.changes)
+            audit = [NewEvent(c["event_kind"], {k: v for k, v in c.items() if k != "event_kind"},
+                              stamp) for c in report.conflicts]
+            audit.append(NewEvent(CONSOLIDATION_RUN,
+                                  {**_run_payload(report), "override_seq": until,
+                                   "frozen": report.frozen, "reset": reset_pending}, stamp))
+            report.run_event_id = partition.append_in(conn, audit)[-1].id
+            report.applied = True
+    report.duration_s = time.perf_counter() - started
+    return report
+
+
+def _drop_semantic_tier(partition: Partition, conn: Connection) -> None:
+    """A reset (archived and logged by the override): derived rows only, never the log."""
+    for table in (semantic_facts, consolidation_state):
+        conn.execute(delete(table).where(table.c.identity_hash == partition.identity_hash))
+
+
+def _run_payload(report: PassReport) -> dict[str, Any]:
+    return {"rule_version": RULE_VERSION, "first_seq": report.first_seq,
+            "last_seq": report.last_seq, "events_read": report.events_read,
+            "facts_touched": report.facts_touched,
+            "skipped": dict(sorted(report.skipped.items())),
+            "touched_facts": sorted(f"{c.kind}|{c.key}" for c in report.changes)}
+
+
+def _write_states(partition: Partition, conn: Connection, folder: Folder) -> None:
+    ident = partition.identity_hash
+    new_rows, changed_rows = [], []
+    for (kind, group), state in sorted(folder.states.items()):
+        row = {"identity_hash": ident, "fact_kind": kind, "fact_key": group,
+               "state_json": canonical_json(state)}
+        (changed_rows if (kind, group) in folder.stored else new_rows).append(row)
+    if new_rows:
+        conn.execute(insert(consolidation_state), new_rows)
+    if changed_rows:  # one executemany, not a statement per row
+        conn.execute(update(consolidation_state).where(
+            consolidation_state.c.identity_hash == bindparam("b_identity"),
+            consolidation_state.c.fact_kind == bindparam("b_kind"),
+            consolidation_state.c.fact_key == bindparam("b_key"))
+            .values(state_json=bindparam("b_state")),
+            [{"b_identity": r["identity_hash"], "b_kind": r["fact_kind"],
+              "b_key": r["fact_key"], "b_state": r["state_json"]} for r in changed_rows])
+
+
+def _fact_values(fact: RenderedFact) -> dict[str, Any]:
+    return {"fact_value_json": canonical_json(fact.value), "status": fact.status,
+            "confidence": fact.confidence, "n_observations": fact.n_observations,
+            "rule_version": fact.rule_version,
+            "last_supporting_event_id": fact.last_supporting_event_id,
+            "last_updated_ns": fact.last_updated_ns}
+
+
+def _write_facts(partition: Partition, conn: Connection, changes: list[FactChange]) -> None:
+    ident = partition.identity_hash
+    new_rows = [{"identity_hash": ident, "fact_kind": c.kind, "fact_key": c.key,
+                 **_fact_values(c.new)} for c in changes if c.old is None]
+    if new_rows:
+        conn.execute(insert(semantic_facts), new_rows)
+    updates = [{"b_id": c.old.id, **{f"b_{k}": v for k, v in _fact_values(c.new).items()}}
+               for c in changes if c.old is not None]
+    if updates:
+        columns = _fact_values(changes[0].new).keys()
+        conn.execute(update(semantic_facts).where(semantic_facts.c.id == bindparam("b_id"))
+                     .values({name: bindparam(f"b_{name}") for name in columns}), updates)
+
+
+def snapshot_entry(kind, key, status, confidence, n, rule_version, updated_ns, value):
+    return {"kind": kind, "key": key, "status": status, "confidence": confidence,
+            "n_observations": n, "rule_version": rule_version, "last_updated_ns": updated_ns,
+            "value": value}
+
+
+def facts_snapshot(partition: Partition) -> str:
+    """Canonical JSON of an identity's knowledge: what must be byte-equal across replays.
+
+    Row ids and supporting event ids depend on insertion order, so they are provenance,
+    not part of the snapshot.
+    """
+    return canonical_json([snapshot_entry(f.kind, f.key, f.status, f.confidence,
+                                          f.n_observations, f.rule_version, f.last_updated_ns,
+                                          f.value) for f in partition.facts()])
+
+
+def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *,
+                    until_seq: int | None = None, until_stamp_ns: int | None = None) -> str:
+    """The facts as they were at a point of the log, rebuilt from the events alone in
+    memory (the live store is not touched), overrides applied as the passes apply
+    them. Same format as facts_snapshot."""
+    report = PassReport(partition.identity_hash)
+    folder = Folder(config, report)
+    with partition.store.read() as conn:
+        last = until_seq if until_seq is not None else partition.head(conn)[0]
+        plan = plan_overrides(override_events(partition, conn, last, until_stamp_ns))
+        results_until = last if plan.frozen_since is None else min(last, plan.frozen_since)
+        rows = partition.payload_rows(EXECUTION_RESULT, plan.reset_seq, results_until, conn)
+        if until_stamp_ns is not None:
+            rows = (row for row in rows if row[2] <= until_stamp_ns)
+        folder.fold(rows)
+    rendered = {(f.kind, f.key): f for gid in folder.states for f in folder.render(gid)}
+    keys = sorted(set(rendered) | set(plan.operator_facts))
+    facts = [f for f in (plan.finalize(key, rendered.get(key)) for key in keys) if f]
+    return canonical_json([snapshot_entry(f.kind, f.key, f.status, f.confidence,
+                                          f.n_observations, f.rule_version, f.last_updated_ns,
+                                          f.value) for f in facts])

@@ -101,7 +101,8 @@ def _describe(fact, value: dict) -> list[str]:
     """The parts of one fact a planner's prompt needs, by kind."""
     if fact.kind == "skill_success_rate":
         return [f"recommended_{kv.key} = {_number(kv.value)}"
-                for kv in fact.recommended_parameters] + [f"success_rate = {value['rate']:.2f}"]
+                for kv in fact.recommended_parameters] + (
+                    [f"success_rate = {fact.success_rate:.2f}"] if fact.has_success_rate else [])
     if fact.kind == "interaction_pattern":
         bands = [f"{name} {_number(band['q1'])}-{_number(band['q3'])}"
                  for name, band in value["failure_parameters"].items()]

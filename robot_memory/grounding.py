@@ -26,6 +26,9 @@ REASON_BELOW_CONFIDENCE = "below_confidence"
 REASON_IDENTITY_UNVERIFIED = "identity_unverified"
 REASON_INVALID_REQUEST = "invalid_request"
 
+# Kinds whose facts are about a skill; the others (object_property, zone_risk) are context.
+SKILL_FACT_KINDS = frozenset({"skill_success_rate", "interaction_pattern"})
+
 DEFAULT_MAX_RESULTS = 10
 MAX_RESULTS_CAP = 100
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")
@@ -75,6 +78,16 @@ def validate_request(req: GroundingRequest) -> GroundingAnswer | None:
     if req.max_results > MAX_RESULTS_CAP:
         return invalid("max_results", f"{req.max_results} is above the cap {MAX_RESULTS_CAP}")
     return None
+
+
+def _is_skill_fact(fact: FactRow) -> bool:
+    """Facts about a skill's outcomes (success rate, failure patterns), as opposed to
+    context facts about objects and places."""
+    return "skill_id" in fact.value
+
+
+def _asks_for_skill_facts(req: GroundingRequest) -> bool:
+    return not req.fact_kinds or bool(set(req.fact_kinds) & SKILL_FACT_KINDS)
 
 
 def _rank(fact: FactRow) -> tuple:
@@ -163,30 +176,44 @@ class GroundingIndex:
         matching = [f for f in self._candidates(req) if self._matches(f, req)]
         what = f"{req.skill_id} on {req.target_class or 'any target'} in " \
                f"{req.environment or 'any environment'}"
-        if not matching:
-            return GroundingAnswer(ABSTAIN, REASON_NO_FACT, f"no fact about {what}")
-        served = [f for f in matching if f.status == STATUS_ACTIVE]
+        # The answer is about the skill: context facts (what the target is like, how risky
+        # the place is) never make an OK on their own, or a planner that branches on OK
+        # would believe it knows a skill it never tried. A request for context kinds only
+        # asked for exactly those, so they are its answer.
+        if _asks_for_skill_facts(req):
+            about_skill = [f for f in matching if _is_skill_fact(f)]
+            context = [f for f in matching if not _is_skill_fact(f)
+                       and f.status == STATUS_ACTIVE and f.confidence >= req.min_confidence]
+        else:
+            about_skill, context = matching, []
+        limit = req.max_results or DEFAULT_MAX_RESULTS
+
+        def abstain(reason_code: str, reason: str) -> GroundingAnswer:
+            return GroundingAnswer(ABSTAIN, reason_code, reason, tuple(context[:limit]))
+
+        if not about_skill:
+            return abstain(REASON_NO_FACT, f"no fact about {what}")
+        served = [f for f in about_skill if f.status == STATUS_ACTIVE]
         if not served:
-            if any(f.status == STATUS_CONTESTED for f in matching):
-                return GroundingAnswer(ABSTAIN, REASON_CONTESTED,
-                                       f"evidence about {what} is contested")
-            if any(f.status == STATUS_CANDIDATE for f in matching):
-                n = max(f.n_observations for f in matching)
-                return GroundingAnswer(ABSTAIN, REASON_ONLY_CANDIDATES,
-                                       f"only candidate facts about {what} "
-                                       f"(at most {n} observations, below promotion)")
-            return GroundingAnswer(ABSTAIN, REASON_NO_FACT, f"no servable fact about {what}")
+            if any(f.status == STATUS_CONTESTED for f in about_skill):
+                return abstain(REASON_CONTESTED, f"evidence about {what} is contested")
+            if any(f.status == STATUS_CANDIDATE for f in about_skill):
+                n = max(f.n_observations for f in about_skill)
+                return abstain(REASON_ONLY_CANDIDATES,
+                               f"only candidate facts about {what} "
+                               f"(at most {n} observations, below promotion)")
+            return abstain(REASON_NO_FACT, f"no servable fact about {what}")
         confident = [f for f in served if f.confidence >= req.min_confidence]
         if not confident:
             best = max(f.confidence for f in served)
-            return GroundingAnswer(ABSTAIN, REASON_BELOW_CONFIDENCE,
-                                   f"best confidence about {what} is {best:.3f}, "
-                                   f"below the requested {req.min_confidence:.3f}")
-        limit = req.max_results or DEFAULT_MAX_RESULTS
+            return abstain(REASON_BELOW_CONFIDENCE,
+                           f"best confidence about {what} is {best:.3f}, "
+                           f"below the requested {req.min_confidence:.3f}")
         held_back = Counter(f.status for f in matching if f.status != STATUS_ACTIVE)
         note = ", ".join(f"{n} {status}" for status, n in sorted(held_back.items()))
+        facts = sorted(confident + context, key=_rank) if context else confident
         return GroundingAnswer(OK, reason=f"not served: {note}" if note else "",
-                               facts=tuple(confident[:limit]))
+                               facts=tuple(facts[:limit]))
 
     @staticmethod
     def _matches(fact: FactRow, req: GroundingRequest) -> bool:

@@ -68,12 +68,16 @@ if [ -f "$WS/install/setup.sh" ] && [ "$(cat "$WS/.build.sha256" 2>/dev/null)" =
   step "colcon build of msg/srv" "skipped (up to date)"
 else
   # CMake refuses include paths inside the source tree, and .venv is inside it: build
-  # from a directory of links to the package's files instead.
+  # from a copy of the package's files instead. Copies, not links: CMake installs a link
+  # as a link, and ros2 tools walk share/ with os.walk, which does not follow them. Only
+  # the Python sources stay a link (CMakeLists.txt installs their real path).
   SRC="$WS/src/robot_memory"
   rm -rf "$WS/src" && mkdir -p "$SRC"
-  for item in CMakeLists.txt package.xml msg srv nodes launch resource robot_memory; do
-    ln -s "$ROOT/$item" "$SRC/$item"
-  done
+  cp -R CMakeLists.txt package.xml msg srv nodes launch resource "$SRC/"
+  ln -s "$ROOT/robot_memory" "$SRC/robot_memory"
+  # A tree built from links holds links into the source tree; installing over them would
+  # write through them.
+  [ -d "$WS/install" ] && find "$WS/install" -type l -delete
   (
     source "$VENV/bin/activate"
     export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import math
+from typing import Any
 
 from builtin_interfaces.msg import Time
 
@@ -48,7 +48,8 @@ def fact_to_msg(fact: FactRow) -> SemanticFact:
     msg.confidence = float(fact.confidence)
     msg.n_observations = int(fact.n_observations)
     rate = fact.value.get("rate")
-    msg.success_rate = float(rate) if rate is not None else math.nan
+    msg.has_success_rate = rate is not None
+    msg.success_rate = float(rate) if rate is not None else 0.0
     msg.recommended_parameters = [
         KeyValue(key=name, value=float(band["median"]))
         for name, band in sorted(fact.value.get("recommended_parameters", {}).items())]

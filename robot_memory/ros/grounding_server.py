@@ -15,8 +15,7 @@ import threading
 import uuid
 
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.node import Node
+from rclpy.executors import ExternalShutdownException
 
 from robot_memory.audit import AuditWriter
 from robot_memory.canonical import canonical_json
@@ -32,6 +31,7 @@ from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS
+from robot_memory.ros.side_executor import MainExecutor, SideCallbackGroup, SideExecutor
 from robot_memory.explain import FactNotFound, explain_fact, find_fact, format_explanation
 from robot_memory.srv import ExplainFact, GroundingQuery
 from robot_memory.store import MemoryStore, NewEvent
@@ -41,9 +41,10 @@ REQUEST_GIL_WAIT_S = 0.0005
 
 
 class GroundingServer(ManagedMemoryNode):
-    """The `ground` service alone, on a single-threaded executor: nothing else ever runs
-    ahead of a request in this node's queue. Index refreshes, `explain` and diagnostics
-    live on a hidden companion node spun by its own executor in another thread."""
+    """The `ground` service alone on the main single-threaded executor: nothing else ever
+    runs ahead of a request in its queue. Index refreshes (`facts_delta`), `explain` and
+    diagnostics are this node's too (`ros2 node info` lists them), in a SideCallbackGroup
+    that a SideExecutor spins in another thread."""
 
     def __init__(self, **kwargs):
         super().__init__("grounding_server", **kwargs)
@@ -56,26 +57,22 @@ class GroundingServer(ManagedMemoryNode):
         self.answers = 0
         self._index_lock = threading.Lock()  # one writer of self.index at a time
         self.create_service(GroundingQuery, "ground", self.on_ground_request)
-        # No global arguments: a launch-time `__node:=` rename must not name both nodes.
-        self.companion = Node(f"_{self.get_name()}_index", namespace=self.get_namespace(),
-                              context=self.context, use_global_arguments=False)
-        self.companion.create_subscription(SemanticFactArray, "facts_delta",
-                                           self.on_facts_delta, FACTS_DELTA_QOS)
-        self.companion.create_service(ExplainFact, "explain", self.on_explain_request)
-        self.diagnostics = DiagnosticsPublisher(self.companion, name=self.get_name(),
-                                                hardware_id=self.get_fully_qualified_name())
-        self.companion.create_timer(self.params["diagnostics_period_s"],
-                                    self._publish_diagnostics,
-                                    clock=Clock(clock_type=ClockType.STEADY_TIME))
-        self._companion_executor = SingleThreadedExecutor(context=self.context)
-        self._companion_executor.add_node(self.companion)
-        self._companion_thread = threading.Thread(target=self._spin_companion,
-                                                  name="grounding_index", daemon=True)
-        self._companion_thread.start()
+        side = SideCallbackGroup()
+        self.create_subscription(SemanticFactArray, "facts_delta", self.on_facts_delta,
+                                 FACTS_DELTA_QOS, callback_group=side)
+        self.create_service(ExplainFact, "explain", self.on_explain_request,
+                            callback_group=side)
+        self.diagnostics = DiagnosticsPublisher(self)
+        self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
+                          callback_group=side, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._side_executor = SideExecutor(self, side)
+        self._side_thread = threading.Thread(target=self._spin_side, name="grounding_index",
+                                             daemon=True)
+        self._side_thread.start()
 
-    def _spin_companion(self) -> None:
+    def _spin_side(self) -> None:
         try:
-            self._companion_executor.spin()
+            self._side_executor.spin()
         except ExternalShutdownException:  # the process is stopping: nothing to report
             pass
 
@@ -178,18 +175,18 @@ class GroundingServer(ManagedMemoryNode):
 
     def close(self) -> None:
         """Flush the consultation audit first (what was answered must be in the log), then
-        stop the companion."""
+        stop the side executor."""
         if self.audit is not None:
             self.audit.close()
-        self._companion_executor.shutdown()
-        self._companion_thread.join(timeout=5.0)
-        self.companion.destroy_node()
+        self._side_executor.shutdown()
+        self._side_thread.join(timeout=5.0)
 
 
 def node_spec() -> NodeSpec:
-    # A request arriving while the companion or the audit writer holds the GIL waits
+    # A request arriving while the side thread or the audit writer holds the GIL waits
     # for the switch interval (5 ms by default): keep that wait short.
-    return NodeSpec(GroundingServer, before_destroy=lambda node: node.close(),
+    return NodeSpec(GroundingServer, make_executor=MainExecutor,
+                    before_destroy=lambda node: node.close(),
                     configure_process=lambda: sys.setswitchinterval(REQUEST_GIL_WAIT_S))
 
 

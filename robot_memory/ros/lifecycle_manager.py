@@ -3,40 +3,88 @@
 Polls each managed node's lifecycle state (`<node>/get_state`) and asks for the next
 transition (`<node>/change_state`): unconfigured -> configure, inactive -> activate.
 Polling keeps going, so a node that starts late or is restarted (respawn) is
-activated too. Only asynchronous calls: the verifier's single thread never blocks.
+activated too. A transition the manager did not ask for (seen on
+`<node>/transition_event`) is an operator's: that node is held where it was left until
+`manage_nodes` RESUME (robot_memory.lifecycle_policy decides). Only asynchronous calls:
+the verifier's single thread never blocks.
 """
 
 from __future__ import annotations
 
 import time
 
-from lifecycle_msgs.msg import State, Transition
+from lifecycle_msgs.msg import Transition, TransitionEvent
 from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-NEXT_TRANSITION = {State.PRIMARY_STATE_UNCONFIGURED: Transition.TRANSITION_CONFIGURE,
-                   State.PRIMARY_STATE_INACTIVE: Transition.TRANSITION_ACTIVATE}
+from robot_memory.lifecycle_policy import BringUpPolicy
+
+TRANSITION_IDS = {"configure": Transition.TRANSITION_CONFIGURE,
+                  "activate": Transition.TRANSITION_ACTIVATE,
+                  "deactivate": Transition.TRANSITION_DEACTIVATE}
 
 CALL_TIMEOUT_S = 5.0
+# What rcl_lifecycle publishes transition events with (reliable, keep last 10).
+TRANSITION_EVENT_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class LifecycleManager:
     def __init__(self, node: Node, node_names: list[str], period_s: float = 0.5):
         self._node = node
+        self.policy = BringUpPolicy(node_names)
         self._get = {name: node.create_client(GetState, f"{name}/get_state")
                      for name in node_names}
         self._change = {name: node.create_client(ChangeState, f"{name}/change_state")
                         for name in node_names}
+        for name in node_names:
+            node.create_subscription(
+                TransitionEvent, f"{name}/transition_event",
+                lambda msg, n=name: self._on_transition_event(n, msg), TRANSITION_EVENT_QOS)
         # Node name -> when its call started; a node that dies mid-call must not stay busy.
         self._busy: dict[str, float] = {}
         self.states: dict[str, str] = {name: "unknown" for name in node_names}
+        self._logged_holds: dict[str, str] = {}
         self._timer = node.create_timer(period_s, self._tick,
                                         clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.stopped = False
+
+    @property
+    def node_names(self) -> list[str]:
+        return self.policy.node_names
 
     def stop(self) -> None:
         """Activate nothing more (the nodes deactivate themselves on the new status)."""
+        self.stopped = True
         self._node.destroy_timer(self._timer)
+
+    def pause(self, names: list[str]) -> None:
+        self.policy.pause(names)
+        self._log_hold_changes()
+
+    def resume(self, names: list[str]) -> None:
+        self.policy.resume(names)
+        self._log_hold_changes()
+
+    def _on_transition_event(self, name: str, msg: TransitionEvent) -> None:
+        self.policy.on_transition_event(name, msg.start_state.label, msg.goal_state.label,
+                                        time.monotonic())
+        self._log_hold_changes()
+
+    def _log_hold_changes(self) -> None:
+        """One log line when a node becomes held (and why) or is managed again."""
+        holds = self.policy.holds
+        for name in self.node_names:
+            before, now = self._logged_holds.get(name), holds.get(name)
+            if before == now:
+                continue
+            if now is None:
+                self._node.get_logger().info(f"{name} is managed again")
+            else:
+                self._node.get_logger().warning(
+                    f"{name} held: {now}; manage_nodes RESUME hands it back")
+        self._logged_holds = dict(holds)
 
     def _tick(self) -> None:
         now = time.monotonic()
@@ -51,17 +99,19 @@ class LifecycleManager:
 
     def _on_state(self, name: str, future) -> None:
         response = future.result()
-        if response is None:
+        if response is None or self.stopped:
             self._busy.pop(name, None)
             return
         state = response.current_state
         if self.states.get(name) != state.label:
             self._node.get_logger().info(f"{name} is {state.label}")
         self.states[name] = state.label
-        transition = NEXT_TRANSITION.get(state.id)
+        transition = self.policy.next_transition(name, state.label)
+        self._log_hold_changes()
         if transition is None or not self._change[name].service_is_ready():
             self._busy.pop(name, None)
             return
-        request = ChangeState.Request(transition=Transition(id=transition))
+        self.policy.requesting(name, transition, time.monotonic())
+        request = ChangeState.Request(transition=Transition(id=TRANSITION_IDS[transition]))
         done = self._change[name].call_async(request)
         done.add_done_callback(lambda f, n=name: self._busy.pop(n, None))

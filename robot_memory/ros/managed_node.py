@@ -74,7 +74,7 @@ class ManagedMemoryNode(LifecycleNode):
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._stop_all()
         if not self.gate.reason:
-            self.gate.reason = "deactivated by the lifecycle manager"
+            self.gate.reason = "deactivated by a lifecycle transition"
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:

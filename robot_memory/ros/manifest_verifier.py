@@ -3,8 +3,9 @@
 Publishes one latched IdentityStatus on `identity_status`: VERIFIED only when the
 manifest is valid, its hash equals the certified hash and (optionally) the store's
 hash chain for that identity is intact. Then, and only then, it configures and
-activates the memory lifecycle nodes (`managed_nodes`). Never repairs anything: a human
-must act.
+activates the memory lifecycle nodes (`managed_nodes`), and respects a transition an
+operator makes: `~/manage_nodes` (robot_memory/ManageNodes, after nav2's
+ManageLifecycleNodes) pauses and resumes them. Never repairs anything: a human must act.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from robot_memory.event_kinds import IDENTITY_VERIFICATION
 from robot_memory.manifest import ManifestError, load_manifest, read_certified_hash
 from robot_memory.msg import IdentityStatus
 from robot_memory.ros.checkpoint_signer import CheckpointSigner
+from robot_memory.srv import ManageNodes
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.identity_gate import STATE_NAMES
 from robot_memory.ros.lifecycle_manager import LifecycleManager
@@ -51,6 +53,7 @@ class ManifestVerifier(Node):
         self.full_check_done = False
         if self.status.state == IdentityStatus.VERIFIED and self.params["full_check_after_boot"]:
             self._start_full_check()
+        self.create_service(ManageNodes, "~/manage_nodes", self.on_manage_nodes_request)
         self.diagnostics = DiagnosticsPublisher(self)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
@@ -61,14 +64,52 @@ class ManifestVerifier(Node):
                   "certified_hash": self.status.certified_hash,
                   "full_check": ("done" if self.full_check_done else "running")
                   if self.params["full_check_after_boot"] and state != "UNVERIFIED" else "off"}
+        message = f"identity {state}: {self.status.reason}"
+        holds = {}
         if self.lifecycle is not None:
             values.update({f"node.{name}": label for name, label in self.lifecycle.states.items()})
+            holds = self.lifecycle.policy.holds
+            values.update({f"held.{name}": holds.get(name, "no")
+                           for name in self.lifecycle.node_names})
         values.update(self.checkpoints.diagnostic_values())
         level = OK if self.status.state == IdentityStatus.VERIFIED else ERROR
-        message = f"identity {state}: {self.status.reason}"
         if level == OK and self.checkpoints.witness.warning:
             level, message = WARN, f"{message}; {self.checkpoints.witness.warning}"
+        if holds and level in (OK, WARN):
+            level = WARN
+            message += "; held by an operator: " + ", ".join(
+                f"{name} ({why})" for name, why in sorted(holds.items()))
         self.diagnostics.publish(level, message, values)
+
+    def on_manage_nodes_request(self, request, response):
+        managed = list(self.params["managed_nodes"])
+        names = list(request.node_names) or managed
+        unknown = sorted(set(names) - set(managed))
+        if unknown:
+            response.success = False
+            response.message = f"node_names: {unknown} not managed; managed_nodes: {managed}"
+        elif request.command == ManageNodes.Request.PAUSE:
+            if self.lifecycle is not None:
+                self.lifecycle.pause(names)
+            response.success = True
+            response.message = f"pausing {', '.join(names)}: held inactive until RESUME"
+        elif request.command in (ManageNodes.Request.RESUME, ManageNodes.Request.STARTUP):
+            names = managed if request.command == ManageNodes.Request.STARTUP else names
+            if self.lifecycle is None or self.lifecycle.stopped:
+                # Only the identity and the store override the operator, toward inactive.
+                response.success = False
+                response.message = (f"not resuming: identity {STATE_NAMES[self.status.state]}:"
+                                    f" {self.status.reason}")
+            else:
+                self.lifecycle.resume(names)
+                response.success = True
+                response.message = f"resuming {', '.join(names)}: the verifier brings them up"
+        else:
+            response.success = False
+            response.message = (f"command: {request.command} is not STARTUP (0), PAUSE (1) "
+                                "or RESUME (2)")
+        self.get_logger().info(f"manage_nodes: {response.message}")
+        return response
 
     def check(self) -> IdentityStatus:
         status = IdentityStatus(manifest_path=self.params["manifest_path"])

@@ -81,3 +81,56 @@ def test_with_changes_equals_a_rebuild_and_leaves_the_old_index_alone(db_url):
         request = GroundingRequest("manipulation.grasp", target)
         assert patched.lookup(request) == rebuilt.lookup(request)
     assert old.lookup(GroundingRequest("manipulation.grasp", "t1")) == before
+
+
+@pytest.fixture
+def context_index(db_url):
+    """Grasps of glass_cup in shelf_b (weighed each time); nothing else was ever tried."""
+    part = MemoryStore(db_url).partition(IDENT)
+    part.append_many([result(i, success=i % 4 != 0, zone="shelf_b",
+                             observations={"mass_kg": 0.2}) for i in range(16)])
+    consolidation_pass(part, RulesConfig(promotion_min_observations=3))
+    return GroundingIndex(IDENT, part.facts())
+
+
+@pytest.mark.parametrize("request_, context_kinds", [
+    # The issue's case: docking was never tried; glass_cup's mass is known.
+    (GroundingRequest("navigation.dock", "glass_cup"), {"object_property"}),
+    (GroundingRequest("navigation.dock", zone="shelf_b"), {"zone_risk"}),
+    (GroundingRequest("navigation.dock", "glass_cup", zone="shelf_b"),
+     {"object_property", "zone_risk"}),
+    # Grasping is known, but not on this target: the target's context is no answer.
+    (GroundingRequest("manipulation.grasp", "mug", zone="shelf_b"), {"zone_risk"}),
+])
+def test_context_facts_alone_are_no_fact_and_ride_along(context_index, request_,
+                                                        context_kinds):
+    answer = context_index.lookup(request_)
+    assert (answer.status, answer.reason_code) == (ABSTAIN, "no_fact")
+    assert {f.kind for f in answer.facts} == context_kinds
+    assert all(f.status == "active" for f in answer.facts)
+
+
+def test_context_facts_ride_along_only_if_they_reach_min_confidence(context_index):
+    answer = context_index.lookup(GroundingRequest("navigation.dock", "glass_cup",
+                                                   min_confidence=0.999))
+    assert (answer.status, answer.reason_code, answer.facts) == (ABSTAIN, "no_fact", ())
+
+
+def test_skill_facts_make_the_answer_and_context_joins_them(context_index):
+    answer = context_index.lookup(GroundingRequest("manipulation.grasp", "glass_cup",
+                                                   zone="shelf_b"))
+    assert answer.status == OK
+    assert {f.kind for f in answer.facts} == {"skill_success_rate", "interaction_pattern",
+                                              "object_property", "zone_risk"}
+    assert [f.confidence for f in answer.facts] == sorted(
+        (f.confidence for f in answer.facts), reverse=True)
+
+
+def test_a_request_for_context_kinds_only_is_answered_by_them(context_index):
+    answer = context_index.lookup(GroundingRequest("navigation.dock", "glass_cup",
+                                                   fact_kinds=("object_property",)))
+    assert answer.status == OK and [f.kind for f in answer.facts] == ["object_property"]
+    answer = context_index.lookup(GroundingRequest(
+        "navigation.dock", "glass_cup", fact_kinds=("object_property", "skill_success_rate")))
+    assert (answer.status, answer.reason_code) == (ABSTAIN, "no_fact")
+    assert [f.kind for f in answer.facts] == ["object_property"]

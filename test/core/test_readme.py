@@ -48,3 +48,9 @@ def test_readme_documents_every_cli_verb_and_the_two_commands():
     for verb in verbs:
         assert f"robot-memory {verb}" in README, verb
     assert "make run" in README and "make test" in README
+
+
+def test_readme_documents_every_interface():
+    root = Path(__file__).resolve().parents[2]
+    for path in sorted((root / "msg").glob("*.msg")) + sorted((root / "srv").glob("*.srv")):
+        assert f"`{path.parent.name}/{path.stem}`" in README, path.name

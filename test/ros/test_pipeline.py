@@ -36,7 +36,8 @@ def test_results_become_facts_the_planner_can_ground_on(probe, start_stack, mani
     probe.wait_logger()
     sent = publish_seed_example(probe)
     fact = probe.wait_fact(lambda f: f.key == KEY and f.n_observations == sent)
-    assert fact.status == "active" and abs(fact.success_rate - 0.75) < 1e-12
+    assert fact.status == "active" and fact.has_success_rate
+    assert abs(fact.success_rate - 0.75) < 1e-12
     assert [(kv.key, kv.value) for kv in fact.recommended_parameters] == [("force_n", 25.0)]
 
     # The facts topic is latched: a planner that starts late still gets the snapshot.
@@ -46,6 +47,11 @@ def test_results_become_facts_the_planner_can_ground_on(probe, start_stack, mani
         "manipulation.grasp", "glass_cup", "sim_relaxed", intent_id="pick-1")).ok and r,
         10, "grounding to serve the new fact")
     assert after.facts[0].key == KEY and after.facts[0].n_observations == sent
+    # Only success-rate facts say they carry one; the others hold 0, never NaN.
+    assert [(f.kind, f.has_success_rate) for f in after.facts if f.has_success_rate] == [
+        ("skill_success_rate", True)]
+    assert all(f.success_rate == 0.0 for f in after.facts if not f.has_success_rate)
+    assert len(after.facts) > 1
 
     part = MemoryStore(db_url).partition(certified_hash)
     assert part.count_events(EXECUTION_RESULT) == sent

@@ -102,3 +102,34 @@ def test_grounding_catches_up_after_a_pass_run_outside_the_node(probe, start_sta
             "manipulation.grasp", t, "sim_relaxed", fact_kinds=["skill_success_rate"])).ok
             and a, 10, f"grounding on {target}")
         assert answer.facts[0].n_observations == n
+
+
+def test_grounding_server_shows_all_its_services_and_topics(probe, start_stack):
+    """What `ros2 node info /grounding_server` lists: everything on the one node."""
+    start_stack()
+    namespace = f"/{probe.namespace}"
+
+    def graph():
+        try:
+            return (dict(probe.get_service_names_and_types_by_node("grounding_server",
+                                                                   namespace)),
+                    dict(probe.get_subscriber_names_and_types_by_node("grounding_server",
+                                                                      namespace)),
+                    dict(probe.get_publisher_names_and_types_by_node("grounding_server",
+                                                                     namespace)))
+        except Exception:  # not discovered yet
+            return None
+    services, subscriptions, publishers = wait_until(
+        lambda: (g := graph()) and f"{namespace}/explain" in g[0] and g, 30,
+        lambda: f"grounding_server's entities in the graph: {graph()}")
+    assert services[f"{namespace}/ground"] == ["robot_memory/srv/GroundingQuery"]
+    assert services[f"{namespace}/explain"] == ["robot_memory/srv/ExplainFact"]
+    assert subscriptions[f"{namespace}/facts_delta"] == ["robot_memory/msg/SemanticFactArray"]
+    assert publishers["/diagnostics"] == ["diagnostic_msgs/msg/DiagnosticArray"]
+    assert [name for name, ns in probe.get_node_names_and_namespaces()
+            if ns == namespace and "grounding" in name] == ["grounding_server"]
+    # The side thread runs them: diagnostics arrive and explain answers.
+    wait_until(lambda: "answers" in probe.diagnostics.get("grounding_server", {}), 20,
+               "grounding_server's diagnostics")
+    explained = probe.call(ExplainFact, "explain", ExplainFact.Request(fact_id=1))
+    assert not explained.found and explained.reason

@@ -1,0 +1,80 @@
+"""An operator controls the memory nodes' lifecycle; the verifier respects it (nav2's
+lifecycle-manager convention) and hands control back on `manage_nodes`."""
+
+import time
+
+from lifecycle_msgs.msg import State, Transition
+from lifecycle_msgs.srv import ChangeState
+
+from robot_memory.srv import ManageNodes
+
+from ros.conftest import wait_until
+from ros.test_governance import lifecycle_state, wait_active
+
+MEMORY_NODES = ("episodic_logger", "consolidator", "grounding_server")
+INACTIVE, ACTIVE = State.PRIMARY_STATE_INACTIVE, State.PRIMARY_STATE_ACTIVE
+
+
+def manage(probe, command, *names) -> ManageNodes.Response:
+    return probe.call(ManageNodes, "manifest_verifier/manage_nodes",
+                      ManageNodes.Request(command=command, node_names=list(names)))
+
+
+def stays(probe, node, state, seconds=2.5):
+    """The node is in `state` on every look for several of the verifier's poll periods."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert lifecycle_state(probe, node) == state, f"{node} left state {state}"
+        time.sleep(0.2)
+
+
+def verifier_diagnostics(probe):
+    return probe.diagnostics.get("manifest_verifier", {})
+
+
+def test_an_operators_deactivate_is_respected_until_resume(probe, start_stack):
+    start_stack()
+    wait_active(probe, "consolidator")
+    answer = probe.call(ChangeState, "consolidator/change_state", ChangeState.Request(
+        transition=Transition(id=Transition.TRANSITION_DEACTIVATE)))
+    assert answer.success
+    stays(probe, "consolidator", INACTIVE)
+    wait_until(lambda: "deactivate" in verifier_diagnostics(probe).get("held.consolidator", ""),
+               10, lambda: f"the hold on /diagnostics: {verifier_diagnostics(probe)}")
+    assert lifecycle_state(probe, "episodic_logger") == ACTIVE  # the others are untouched
+
+    resumed = manage(probe, ManageNodes.Request.RESUME, "consolidator")
+    assert resumed.success, resumed.message
+    wait_active(probe, "consolidator")
+    wait_until(lambda: verifier_diagnostics(probe).get("held.consolidator") == "no", 10,
+               "the hold to leave /diagnostics")
+
+
+def test_pause_holds_every_node_inactive_and_startup_brings_them_back(probe, start_stack):
+    start_stack()
+    for node in MEMORY_NODES:
+        wait_active(probe, node)
+    paused = manage(probe, ManageNodes.Request.PAUSE)
+    assert paused.success, paused.message
+    for node in MEMORY_NODES:
+        wait_until(lambda n=node: lifecycle_state(probe, n) == INACTIVE, 30, f"{node} paused")
+    stays(probe, "grounding_server", INACTIVE)
+    assert probe.grounding.query("manipulation.grasp").status == "IDENTITY_UNVERIFIED"
+
+    started = manage(probe, ManageNodes.Request.STARTUP)
+    assert started.success, started.message
+    for node in MEMORY_NODES:
+        wait_active(probe, node)
+
+
+def test_manage_nodes_names_an_unknown_node(probe, start_stack):
+    start_stack()
+    answer = manage(probe, ManageNodes.Request.PAUSE, "consolidator", "planner")
+    assert not answer.success and "['planner'] not managed" in answer.message
+
+
+def test_resume_cannot_override_a_failed_identity(probe, start_stack):
+    start_stack(certified_hash="0" * 64)
+    answer = manage(probe, ManageNodes.Request.RESUME)
+    assert not answer.success and "identity MISMATCH" in answer.message
+    assert lifecycle_state(probe, "consolidator") == State.PRIMARY_STATE_UNCONFIGURED

@@ -74,12 +74,15 @@ class Probe(Node):
     def call(self, srv_type, name: str, request, timeout: float = 30.0):
         """Call a service of the stack synchronously (the executor spins elsewhere).
 
-        Clients are kept: a new client's response reader may not be matched yet when
-        wait_for_service returns, and DDS then drops the answer."""
+        Clients are kept, and a new one waits a moment after wait_for_service: the server
+        may not have matched it yet, and DDS then drops the request or the answer."""
         client = self._kept_clients.get((srv_type, name))
-        if client is None:
+        new = client is None
+        if new:
             client = self._kept_clients[(srv_type, name)] = self.create_client(srv_type, name)
         assert client.wait_for_service(timeout_sec=timeout), f"service {name} not available"
+        if new:  # discovery is not symmetric: let the server's side match this client too
+            time.sleep(0.5)
         future = client.call_async(request)
         wait_until(future.done, timeout, f"an answer from {name}")
         return future.result()

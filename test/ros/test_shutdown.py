@@ -118,7 +118,7 @@ def test_group_signal_while_starting_exits_quietly(start_stack):
     os.killpg(stack.pgid, signal.SIGINT)
     for process in stack.processes.values():
         process.wait(30)
-    assert {name: p.returncode for name, p in stack.processes.items()} == \
-        {name: 0 for name in stack.processes}
     log = stack_log(stack)
+    assert {name: p.returncode for name, p in stack.processes.items()} == \
+        {name: 0 for name in stack.processes}, log[-3000:]
     assert "Traceback" not in log and "KeyboardInterrupt" not in log, log[-3000:]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, inspect, select, text, update
@@ -41,6 +41,10 @@ MIGRATABLE_VERSIONS = (1,)
 SCHEMA_LOCK_KEY = 0x524D454D  # pg_advisory_xact_lock key for schema creation
 
 
+# Results in a range read with just the combinations it uses (see ComboIds.for_range).
+SHORT_RANGE = 20_000
+
+
 class StoreError(StoreFailure):
     """Raised when the store cannot be opened or has an unknown schema version."""
 
@@ -69,10 +73,13 @@ class NewEvent:
 
 @dataclass(frozen=True)
 class FactRow:
+    """A stored fact. Its value is parsed from value_json on first use: a pass compares
+    the JSON text of the facts it touches and never needs most of them as dicts."""
+
     id: int
     kind: str
     key: str
-    value: dict[str, Any]
+    parsed: dict[str, Any] | None = field(compare=False, repr=False)  # None: not yet
     value_json: str
     status: str
     confidence: float
@@ -80,6 +87,12 @@ class FactRow:
     rule_version: str
     last_supporting_event_id: int
     last_updated_ns: int
+
+    @property
+    def value(self) -> dict[str, Any]:
+        if self.parsed is None:
+            object.__setattr__(self, "parsed", _parse_fact_value(self.value_json))
+        return self.parsed
 
 
 def event_digest(prev_hash: str, identity_hash: str, seq: int, kind: str, stamp_ns: int,
@@ -113,11 +126,14 @@ def _interned_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return {sys.intern(key): value for key, value in pairs}
 
 
-def fact_from_row(row) -> FactRow:
+def _parse_fact_value(value_json: str) -> dict[str, Any]:
     # Fact values share a small key vocabulary: one copy of each key, not one per fact,
     # takes about 40% off the memory of the facts a node holds (10^4 facts: 32 -> 20 MB).
-    value = json.loads(row.fact_value_json, object_pairs_hook=_interned_keys)
-    return FactRow(row.id, row.fact_kind, row.fact_key, value,
+    return json.loads(value_json, object_pairs_hook=_interned_keys)
+
+
+def fact_from_row(row) -> FactRow:
+    return FactRow(row.id, row.fact_kind, row.fact_key, None,
                    row.fact_value_json, row.status, row.confidence, row.n_observations,
                    row.rule_version, row.last_supporting_event_id, row.last_updated_ns)
 
@@ -347,7 +363,10 @@ class Partition:
             binds).one()
         if id_lo is None:
             return ResultAggregates([], [], [])
-        combos = self._combos.load(conn)
+        # A short range (a consolidator's tick) reads the combinations it uses; a long one
+        # all of them, kept for the next pass (rows are only added).
+        combos = self._combos.for_range(conn, where, binds,
+                                        short=until_seq - after_seq <= SHORT_RANGE)
         # Event ids grow with seq within a chain: the id range is the chain range (rows
         # of other identities in it have other combinations and are left out).
         values = conn.execute(text(

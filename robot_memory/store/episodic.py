@@ -199,6 +199,16 @@ class MemoryStore:
         self.engine.dispose()
 
 
+def _values_index(conn: Connection, short: bool) -> str:
+    """SQLite's index choice for the values of a range: a short one by event id (a few
+    rows of a big table), a long one from the index already in GROUP BY order. Without
+    statistics SQLite's planner may take either; PostgreSQL plans by its own."""
+    if conn.dialect.name != "sqlite":
+        return ""
+    return (" INDEXED BY ix_result_values_event" if short
+            else " INDEXED BY ix_result_values_group")
+
+
 def _bucket_sql(bucket_ns: int) -> str:
     """Floor division of stamp_ns by the bucket width, as Python's // (SQL truncates)."""
     b = int(bucket_ns)
@@ -369,9 +379,11 @@ class Partition:
                                         short=until_seq - after_seq <= SHORT_RANGE)
         # Event ids grow with seq within a chain: the id range is the chain range (rows
         # of other identities in it have other combinations and are left out).
+        short = until_seq - after_seq <= SHORT_RANGE
         values = conn.execute(text(
             "SELECT combo_id, source, name, value_repr, count(*), max(event_id), "
-            "max(stamp_ns) FROM result_values WHERE event_id >= :id_lo AND event_id <= :id_hi"
+            f"max(stamp_ns) FROM result_values{_values_index(conn, short)} "
+            "WHERE event_id >= :id_lo AND event_id <= :id_hi"
             f" AND identity_hash = :ident{stamp} GROUP BY 1, 2, 3, 4"),
             {"id_lo": id_lo, "id_hi": id_hi, "ident": self.identity_hash,
              **({"ts": until_stamp_ns} if until_stamp_ns is not None else {})}).all()

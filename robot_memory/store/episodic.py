@@ -386,12 +386,15 @@ class Partition:
             "WHERE event_id >= :id_lo AND event_id <= :id_hi"
             f" AND identity_hash = :ident{stamp} GROUP BY 1, 2, 3, 4"),
             {"id_lo": id_lo, "id_hi": id_hi, "ident": self.identity_hash,
-             **({"ts": until_stamp_ns} if until_stamp_ns is not None else {})}).all()
+             **({"ts": until_stamp_ns} if until_stamp_ns is not None else {})})
         parameters, observations = [], []
+        # Streamed, and names and values interned: 10^5 groups repeat a few dozen names
+        # and values, held until the pass has folded them (a third of a big pass's peak).
         for combo_id, source, name, value, count, max_id, max_stamp in values:
             combo = combos.get(combo_id)
             if combo is None:
                 continue  # another identity's
+            name, value = sys.intern(name), sys.intern(value)
             skill, target, environment, _zone, success, reason = combo[:6]
             if source == PARAMETER:
                 parameters.append((skill, target, environment, success, reason, name, value,

@@ -29,7 +29,7 @@ MANIFEST = Path(__file__).resolve().parent.parent / "robot_memory" / "config" / 
 IDENTITY = load_manifest(MANIFEST).identity_hash()
 
 # Bump when the generated events change: cached stores carry it in their name.
-GENERATOR = "g4"  # g4: schema 2 with result_values.identity_hash
+GENERATOR = "g5"  # g5: schema 2 with ix_result_values_group
 SKILLS = ("manipulation.grasp", "manipulation.place")
 ENVIRONMENTS = ("env_0", "env_1")
 FAILURE_REASON = "slipped"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, inspect, select, text, update
@@ -41,6 +41,10 @@ MIGRATABLE_VERSIONS = (1,)
 SCHEMA_LOCK_KEY = 0x524D454D  # pg_advisory_xact_lock key for schema creation
 
 
+# Results in a range read with just the combinations it uses (see ComboIds.for_range).
+SHORT_RANGE = 20_000
+
+
 class StoreError(StoreFailure):
     """Raised when the store cannot be opened or has an unknown schema version."""
 
@@ -69,10 +73,13 @@ class NewEvent:
 
 @dataclass(frozen=True)
 class FactRow:
+    """A stored fact. Its value is parsed from value_json on first use: a pass compares
+    the JSON text of the facts it touches and never needs most of them as dicts."""
+
     id: int
     kind: str
     key: str
-    value: dict[str, Any]
+    parsed: dict[str, Any] | None = field(compare=False, repr=False)  # None: not yet
     value_json: str
     status: str
     confidence: float
@@ -80,6 +87,12 @@ class FactRow:
     rule_version: str
     last_supporting_event_id: int
     last_updated_ns: int
+
+    @property
+    def value(self) -> dict[str, Any]:
+        if self.parsed is None:
+            object.__setattr__(self, "parsed", _parse_fact_value(self.value_json))
+        return self.parsed
 
 
 def event_digest(prev_hash: str, identity_hash: str, seq: int, kind: str, stamp_ns: int,
@@ -113,11 +126,14 @@ def _interned_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return {sys.intern(key): value for key, value in pairs}
 
 
-def fact_from_row(row) -> FactRow:
+def _parse_fact_value(value_json: str) -> dict[str, Any]:
     # Fact values share a small key vocabulary: one copy of each key, not one per fact,
     # takes about 40% off the memory of the facts a node holds (10^4 facts: 32 -> 20 MB).
-    value = json.loads(row.fact_value_json, object_pairs_hook=_interned_keys)
-    return FactRow(row.id, row.fact_kind, row.fact_key, value,
+    return json.loads(value_json, object_pairs_hook=_interned_keys)
+
+
+def fact_from_row(row) -> FactRow:
+    return FactRow(row.id, row.fact_kind, row.fact_key, None,
                    row.fact_value_json, row.status, row.confidence, row.n_observations,
                    row.rule_version, row.last_supporting_event_id, row.last_updated_ns)
 
@@ -181,6 +197,23 @@ class MemoryStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _batched(result, size: int = 5000) -> Iterator:
+    """The rows of a result, fetched `size` at a time (plain iteration, and yield_per on
+    SQLite, fetch one row per driver call: a third of a big pass's read time)."""
+    for batch in result.partitions(size):
+        yield from batch
+
+
+def _values_index(conn: Connection, short: bool) -> str:
+    """SQLite's index choice for the values of a range: a short one by event id (a few
+    rows of a big table), a long one from the index already in GROUP BY order. Without
+    statistics SQLite's planner may take either; PostgreSQL plans by its own."""
+    if conn.dialect.name != "sqlite":
+        return ""
+    return (" INDEXED BY ix_result_values_event" if short
+            else " INDEXED BY ix_result_values_group")
 
 
 def _bucket_sql(bucket_ns: int) -> str:
@@ -347,20 +380,28 @@ class Partition:
             binds).one()
         if id_lo is None:
             return ResultAggregates([], [], [])
-        combos = self._combos.load(conn)
+        # A short range (a consolidator's tick) reads the combinations it uses; a long one
+        # all of them, kept for the next pass (rows are only added).
+        combos = self._combos.for_range(conn, where, binds,
+                                        short=until_seq - after_seq <= SHORT_RANGE)
         # Event ids grow with seq within a chain: the id range is the chain range (rows
         # of other identities in it have other combinations and are left out).
+        short = until_seq - after_seq <= SHORT_RANGE
         values = conn.execute(text(
             "SELECT combo_id, source, name, value_repr, count(*), max(event_id), "
-            "max(stamp_ns) FROM result_values WHERE event_id >= :id_lo AND event_id <= :id_hi"
+            f"max(stamp_ns) FROM result_values{_values_index(conn, short)} "
+            "WHERE event_id >= :id_lo AND event_id <= :id_hi"
             f" AND identity_hash = :ident{stamp} GROUP BY 1, 2, 3, 4"),
             {"id_lo": id_lo, "id_hi": id_hi, "ident": self.identity_hash,
-             **({"ts": until_stamp_ns} if until_stamp_ns is not None else {})}).all()
+             **({"ts": until_stamp_ns} if until_stamp_ns is not None else {})})
         parameters, observations = [], []
-        for combo_id, source, name, value, count, max_id, max_stamp in values:
+        # Streamed, and names and values interned: 10^5 groups repeat a few dozen names
+        # and values, held until the pass has folded them (a third of a big pass's peak).
+        for combo_id, source, name, value, count, max_id, max_stamp in _batched(values):
             combo = combos.get(combo_id)
             if combo is None:
                 continue  # another identity's
+            name, value = sys.intern(name), sys.intern(value)
             skill, target, environment, _zone, success, reason = combo[:6]
             if source == PARAMETER:
                 parameters.append((skill, target, environment, success, reason, name, value,
@@ -371,10 +412,11 @@ class Partition:
         grouped = conn.execute(text(
             f"SELECT combo_id, {_bucket_sql(bucket_ns)} AS bucket, count(*), min(event_id), "
             f"max(event_id), max(stamp_ns), min(seq) FROM result_facets WHERE {where} "
-            "GROUP BY 1, 2").execution_options(yield_per=5000), binds)
+            "GROUP BY 1, 2"), binds)
         outcomes = ((combo[7] or None, *combo[:7], bucket, count, min_id, max_id, max_stamp,
                      min_seq)
-                    for combo_id, bucket, count, min_id, max_id, max_stamp, min_seq in grouped
+                    for combo_id, bucket, count, min_id, max_id, max_stamp, min_seq
+                    in _batched(grouped)
                     for combo in (combos[combo_id],))
         return ResultAggregates(outcomes, parameters, observations)
 

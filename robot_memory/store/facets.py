@@ -5,7 +5,7 @@ schema-2 migration), so that no pass decodes JSON."""
 from __future__ import annotations
 
 import json
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, insert, select, text
 
 from robot_memory.records import InvalidRecord, record_from_payload
 from robot_memory.store.schema import (COMBO_FIELDS, OBSERVATION, PARAMETER, result_combos,
@@ -36,6 +36,43 @@ class ComboIds:
         self.identity_hash = identity_hash
         self.ids: dict[Combo, int] = {}
         self.loaded = False
+        # combo_id -> combination as committed rows show it (read by passes): grown by
+        # the rows past the newest id seen, not reloaded whole on every pass.
+        self._committed: dict[int, Combo] = {}
+        self._committed_upto = 0
+
+    def committed(self, conn: Connection) -> dict[int, Combo]:
+        """combo_id -> combination, all of this identity's that `conn`'s snapshot sees
+        (call it in a read transaction only: what it caches must be committed). One
+        identity's combos are inserted under its chain lock, so a combo committed later
+        has a greater id than any seen before: the new ones are those past the newest."""
+        rows = conn.execute(select(result_combos.c.combo_id,
+                                   *[result_combos.c[name] for name in COMBO_FIELDS])
+                            .where(result_combos.c.identity_hash == self.identity_hash,
+                                   result_combos.c.combo_id > self._committed_upto)).all()
+        for row in rows:
+            self._committed[row[0]] = tuple(row[1:])
+        if rows:
+            self._committed_upto = max(self._committed_upto, max(row[0] for row in rows))
+        return self._committed
+
+    def referenced(self, conn: Connection, facets_where: str, binds: dict) -> dict[int, Combo]:
+        """combo_id -> combination of the combos that the result_facets rows matching
+        `facets_where` use: for a short range, when nothing is cached yet (a pass over
+        10^3 results needs 10^3 combos, not the 10^4 a store has)."""
+        rows = conn.execute(text(
+            f"SELECT {', '.join(('combo_id',) + COMBO_FIELDS)} FROM result_combos "
+            "WHERE identity_hash = :ident AND combo_id IN "
+            f"(SELECT combo_id FROM result_facets WHERE {facets_where})"),
+            {**binds, "ident": self.identity_hash}).all()
+        return {row[0]: tuple(row[1:]) for row in rows}
+
+    def for_range(self, conn: Connection, facets_where: str, binds: dict,
+                  short: bool) -> dict[int, Combo]:
+        """The combinations a pass over a range needs (read transactions only)."""
+        if short and not self._committed_upto:
+            return self.referenced(conn, facets_where, binds)
+        return self.committed(conn)
 
     def load(self, conn: Connection) -> dict[int, Combo]:
         """combo_id -> combination, all of this identity's (a pass reads them)."""

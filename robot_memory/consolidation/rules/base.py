@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 from robot_memory.errors import ConsolidationError, InputError
@@ -96,6 +97,7 @@ class SkipRecord(InputError):
         self.reason = reason
 
 
+@lru_cache(maxsize=1 << 16)  # a full pass asks for the same keys ~20 times each
 def fact_key(*parts: str) -> str:
     """Stable, human-readable key, e.g. 'manipulation.grasp + glass_cup + sim_relaxed'."""
     return " + ".join([part or "-" for part in parts])

@@ -60,13 +60,20 @@ def decayed_totals(state: dict[str, Any], half_lives_s: list[float],
                    config: RulesConfig) -> list[float]:
     """Sum of each column weighted by 2^(-age / half_life), age in event time from the
     newest bucket. fsum over exact integer counts: independent of order."""
-    timeline = state["timeline"]
     newest = newest_bucket(state)
-    totals = []
+    width = config.time_bucket_s
+    ages, rows = [], []
+    for b, row in state["timeline"]["buckets"].items():  # keys parsed once, not per column
+        ages.append(newest - int(b))
+        rows.append(row)
+    totals, weights_of = [], {}
     for column, half_life in enumerate(half_lives_s):
-        terms = [row[column] * 2.0 ** (-(newest - int(b)) * config.time_bucket_s / half_life)
-                 for b, row in timeline["buckets"].items() if row[column]]
-        totals.append(math.fsum(terms))
+        weights = weights_of.get(half_life)  # columns with one half-life share the weights
+        if weights is None:
+            weights = weights_of[half_life] = [2.0 ** (-age * width / half_life)
+                                               for age in ages]
+        totals.append(math.fsum([row[column] * weight for row, weight in zip(rows, weights)
+                                 if row[column]]))
     return totals
 
 
@@ -75,13 +82,13 @@ def recent_and_older(state: dict[str, Any], config: RulesConfig) -> tuple[list[i
     timeline = state["timeline"]
     newest = newest_bucket(state)
     window = max(1, math.ceil(config.recent_window_s / config.time_bucket_s))
-    width = len(timeline["ancient"])
-    recent, older = [0] * width, list(timeline["ancient"])
+    recent_rows, older_rows = [], [timeline["ancient"]]
     for b, row in timeline["buckets"].items():
-        side = recent if int(b) > newest - window else older
-        for i, count in enumerate(row):
-            side[i] += count
-    return recent, older
+        (recent_rows if int(b) > newest - window else older_rows).append(row)
+    width = len(timeline["ancient"])
+    # Integer column sums: exact in any order.
+    recent = [sum(column) for column in zip(*recent_rows)] if recent_rows else [0] * width
+    return recent, [sum(column) for column in zip(*older_rows)]
 
 
 def timeline_merge(state: dict[str, Any], counts: dict[int, list[int]], width: int,

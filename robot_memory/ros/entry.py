@@ -9,6 +9,7 @@ has its own handlers (stop, flush, close)."""
 from __future__ import annotations
 
 import importlib
+import os
 import signal
 import sys
 
@@ -19,7 +20,12 @@ MODULES = ("manifest_verifier", "episodic_logger", "consolidator", "grounding_se
 def _exit_while_starting(_signum, _frame) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)  # a second one must not interrupt the exit
-    sys.exit(0)
+    # os._exit, not sys.exit: a SystemExit raised while a C extension (rclpy's) is being
+    # initialised turns into an ImportError with a traceback and exit code 1. Nothing has
+    # been accepted or answered yet, so there is nothing to flush but our own output.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def run(module: str) -> None:

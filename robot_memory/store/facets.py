@@ -5,13 +5,14 @@ schema-2 migration), so that no pass decodes JSON."""
 from __future__ import annotations
 
 import json
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, insert, select, tuple_
 
 from robot_memory.records import InvalidRecord, record_from_payload
 from robot_memory.store.schema import (COMBO_FIELDS, OBSERVATION, PARAMETER, result_combos,
                                        result_facets, result_values)
 
 Combo = tuple  # the COMBO_FIELDS values of one result
+_FETCH_CHUNK = 200  # combinations per lookup: 8 bound parameters each
 
 
 def facets_of(payload_json: str, stamp_ns: int) -> tuple[Combo, list[tuple[int, str, str]]]:
@@ -49,14 +50,30 @@ class ComboIds:
 
     def ids_of(self, conn: Connection, combos: set[Combo]) -> dict[Combo, int]:
         missing = combos - self.ids.keys()
+        if not missing:
+            return self.ids
+        if not self.loaded:
+            self.load(conn)
+        else:  # another process may have added them: look up only those (not all rows)
+            self._fetch(conn, missing)
+        missing -= self.ids.keys()
         if missing:
-            self.load(conn)  # another process may have added them
-            new = [dict(zip(COMBO_FIELDS, combo), identity_hash=self.identity_hash)
-                   for combo in sorted(missing - self.ids.keys())]
-            if new:
-                conn.execute(insert(result_combos), new)
-                self.load(conn)
+            conn.execute(insert(result_combos),
+                         [dict(zip(COMBO_FIELDS, combo), identity_hash=self.identity_hash)
+                          for combo in sorted(missing)])
+            self._fetch(conn, missing)
         return self.ids
+
+    def _fetch(self, conn: Connection, combos: set[Combo]) -> None:
+        """Add the ids of these combinations that exist (in chunks: bound-parameter caps)."""
+        columns = [result_combos.c[name] for name in COMBO_FIELDS]
+        ordered = sorted(combos)
+        for start in range(0, len(ordered), _FETCH_CHUNK):
+            rows = conn.execute(
+                select(result_combos.c.combo_id, *columns)
+                .where(result_combos.c.identity_hash == self.identity_hash,
+                       tuple_(*columns).in_(ordered[start:start + _FETCH_CHUNK]))).all()
+            self.ids.update({tuple(row[1:]): row[0] for row in rows})
 
 
 def insert_facets(conn: Connection, results: list[tuple[int, int, int, str]],

@@ -18,8 +18,13 @@ _FETCH_CHUNK = 200  # combinations per lookup: 8 bound parameters each
 def facets_of(payload_json: str, stamp_ns: int) -> tuple[Combo, list[tuple[int, str, str]]]:
     """(combination, [(source, name, value_repr)]) of one stored execution_result,
     decoded from the stored canonical bytes exactly as a pass over payloads reads them."""
+    return facets_of_payload(json.loads(payload_json), stamp_ns)
+
+
+def facets_of_payload(payload: dict, stamp_ns: int) -> tuple[Combo, list[tuple[int, str, str]]]:
+    """`facets_of` for a payload already decoded from the stored canonical bytes."""
     try:
-        record = record_from_payload(json.loads(payload_json), stamp_ns)
+        record = record_from_payload(payload, stamp_ns)
     except InvalidRecord as exc:
         return ("", "", "", "", 0, "", 0, exc.reason), []
     combo = (record.skill_id, record.target_class, record.environment, record.zone,
@@ -76,14 +81,16 @@ class ComboIds:
             self.ids.update({tuple(row[1:]): row[0] for row in rows})
 
 
-def insert_facets(conn: Connection, results: list[tuple[int, int, int, str]],
+def insert_facets(conn: Connection, results: list[tuple[int, int, int, str | dict]],
                   combo_ids: ComboIds) -> int:
-    """Index (event id, seq, stamp_ns, payload_json) execution results of one identity;
-    returns how many."""
+    """Index (event id, seq, stamp_ns, payload_json) execution results of one identity
+    (the payload may be given decoded from that JSON already); returns how many."""
     if not results:
         return 0
-    decoded = [(event_id, seq, stamp_ns, *facets_of(payload_json, stamp_ns))
-               for event_id, seq, stamp_ns, payload_json in results]
+    decoded = [(event_id, seq, stamp_ns,
+                *(facets_of(payload, stamp_ns) if isinstance(payload, str)
+                  else facets_of_payload(payload, stamp_ns)))
+               for event_id, seq, stamp_ns, payload in results]
     ids = combo_ids.ids_of(conn, {combo for *_, combo, _ in decoded})
     ident = combo_ids.identity_hash
     facets, values = [], []

@@ -21,6 +21,7 @@ from robot_memory.canonical import canonical_json, sha256_hex
 from robot_memory.errors import ConsolidationError, StoreFailure
 from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
 from robot_memory.store.engine import create_store_engine
+from robot_memory.store.bulk import insert_rows
 from robot_memory.store.facets import ComboIds, insert_facets
 from robot_memory.store.guards import guards_installed, install_append_only_guards
 from robot_memory.store.schema import (
@@ -227,6 +228,10 @@ class FactWrite:
     values: dict[str, Any]
 
 
+_EVENT_COLUMNS = ("identity_hash", "seq", "kind", "stamp_ns", "payload_json", "prev_hash",
+                  "event_hash")
+
+
 class Partition:
     """One identity's slice of the store; the only handle nodes and commands get."""
 
@@ -259,7 +264,8 @@ class Partition:
             prev = digest
         if not rows:
             return []
-        conn.execute(insert(events), rows)
+        insert_rows(conn, events, _EVENT_COLUMNS,
+                    [tuple(row[name] for name in _EVENT_COLUMNS) for row in rows])
         conn.execute(update(chain_heads).where(chain_heads.c.identity_hash == self.identity_hash)
                      .values(seq=seq, event_hash=prev))
         ids = dict(conn.execute(select(events.c.seq, events.c.id).where(

@@ -8,6 +8,7 @@ import json
 from sqlalchemy import Connection, insert, select, tuple_
 
 from robot_memory.records import InvalidRecord, record_from_payload
+from robot_memory.store.bulk import insert_rows
 from robot_memory.store.schema import (COMBO_FIELDS, OBSERVATION, PARAMETER, result_combos,
                                        result_facets, result_values)
 
@@ -96,13 +97,14 @@ def insert_facets(conn: Connection, results: list[tuple[int, int, int, str | dic
     facets, values = [], []
     for event_id, seq, stamp_ns, combo, named in decoded:
         combo_id = ids[combo]
-        facets.append({"event_id": event_id, "identity_hash": ident, "seq": seq,
-                       "stamp_ns": stamp_ns, "combo_id": combo_id})
-        values += [{"event_id": event_id, "identity_hash": ident, "combo_id": combo_id,
-                    "stamp_ns": stamp_ns,
-                    "source": source, "name": name, "value_repr": value}
+        facets.append((event_id, ident, seq, stamp_ns, combo_id))
+        values += [(event_id, ident, combo_id, stamp_ns, source, name, value)
                    for source, name, value in named]
-    conn.execute(insert(result_facets), facets)
-    if values:
-        conn.execute(insert(result_values), values)
+    insert_rows(conn, result_facets, _FACET_COLUMNS, facets)
+    insert_rows(conn, result_values, _VALUE_COLUMNS, values)
     return len(facets)
+
+
+_FACET_COLUMNS = ("event_id", "identity_hash", "seq", "stamp_ns", "combo_id")
+_VALUE_COLUMNS = ("event_id", "identity_hash", "combo_id", "stamp_ns", "source", "name",
+                  "value_repr")

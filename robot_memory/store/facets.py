@@ -5,7 +5,7 @@ schema-2 migration), so that no pass decodes JSON."""
 from __future__ import annotations
 
 import json
-from sqlalchemy import Connection, insert, select, tuple_
+from sqlalchemy import Connection, insert, select
 
 from robot_memory.records import InvalidRecord, record_from_payload
 from robot_memory.store.bulk import insert_rows
@@ -13,7 +13,6 @@ from robot_memory.store.schema import (COMBO_FIELDS, OBSERVATION, PARAMETER, res
                                        result_facets, result_values)
 
 Combo = tuple  # the COMBO_FIELDS values of one result
-_FETCH_CHUNK = 200  # combinations per lookup: 8 bound parameters each
 
 
 def facets_of(payload_json: str, stamp_ns: int) -> tuple[Combo, list[tuple[int, str, str]]]:
@@ -43,43 +42,42 @@ class ComboIds:
         self.identity_hash = identity_hash
         self.ids: dict[Combo, int] = {}
         self.loaded = False
+        self._newest = 0  # the greatest combo_id read so far
 
     def load(self, conn: Connection) -> dict[int, Combo]:
         """combo_id -> combination, all of this identity's (a pass reads them)."""
-        rows = conn.execute(select(result_combos.c.combo_id,
-                                   *[result_combos.c[name] for name in COMBO_FIELDS])
-                            .where(result_combos.c.identity_hash == self.identity_hash)).all()
-        by_id = {row[0]: tuple(row[1:]) for row in rows}
-        self.ids.update({combo: combo_id for combo_id, combo in by_id.items()})
+        by_id = self._rows_after(conn, 0)
         self.loaded = True
         return by_id
 
     def ids_of(self, conn: Connection, combos: set[Combo]) -> dict[Combo, int]:
+        """Ids of these combinations, inserting the new ones (the caller holds the chain's
+        lock). One identity's combos are only inserted under that lock, so whatever another
+        process added since we last looked has ids past the newest we know: only those rows
+        are read, not all of them again."""
         missing = combos - self.ids.keys()
         if not missing:
             return self.ids
-        if not self.loaded:
-            self.load(conn)
-        else:  # another process may have added them: look up only those (not all rows)
-            self._fetch(conn, missing)
+        self._rows_after(conn, self._newest)
         missing -= self.ids.keys()
         if missing:
             conn.execute(insert(result_combos),
                          [dict(zip(COMBO_FIELDS, combo), identity_hash=self.identity_hash)
                           for combo in sorted(missing)])
-            self._fetch(conn, missing)
+            self._rows_after(conn, self._newest)
         return self.ids
 
-    def _fetch(self, conn: Connection, combos: set[Combo]) -> None:
-        """Add the ids of these combinations that exist (in chunks: bound-parameter caps)."""
-        columns = [result_combos.c[name] for name in COMBO_FIELDS]
-        ordered = sorted(combos)
-        for start in range(0, len(ordered), _FETCH_CHUNK):
-            rows = conn.execute(
-                select(result_combos.c.combo_id, *columns)
-                .where(result_combos.c.identity_hash == self.identity_hash,
-                       tuple_(*columns).in_(ordered[start:start + _FETCH_CHUNK]))).all()
-            self.ids.update({tuple(row[1:]): row[0] for row in rows})
+    def _rows_after(self, conn: Connection, newest: int) -> dict[int, Combo]:
+        rows = conn.execute(select(result_combos.c.combo_id,
+                                   *[result_combos.c[name] for name in COMBO_FIELDS])
+                            .where(result_combos.c.identity_hash == self.identity_hash,
+                                   result_combos.c.combo_id > newest)
+                            .order_by(result_combos.c.combo_id)).all()
+        by_id = {row[0]: tuple(row[1:]) for row in rows}
+        self.ids.update({combo: combo_id for combo_id, combo in by_id.items()})
+        if by_id:
+            self._newest = max(self._newest, max(by_id))
+        return by_id
 
 
 def insert_facets(conn: Connection, results: list[tuple[int, int, int, str | dict]],

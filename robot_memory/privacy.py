@@ -94,7 +94,7 @@ def _search_any(text: str) -> bool:
 
 
 _CACHED_LENGTH = 128
-_may_be_sensitive_short = functools.lru_cache(maxsize=8192)(_search_any)
+_may_be_sensitive_short = functools.lru_cache(maxsize=2048)(_search_any)  # < 1 MB
 
 
 @dataclass(frozen=True)

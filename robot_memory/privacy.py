@@ -4,6 +4,7 @@ field and the category, never the value."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -83,7 +84,17 @@ _DIGIT = re.compile(r"\d")
 
 
 def _may_be_sensitive(text: str) -> bool:
+    if len(text) <= _CACHED_LENGTH:  # names and ids repeat in every result: remember them
+        return _may_be_sensitive_short(text)
+    return _search_any(text)
+
+
+def _search_any(text: str) -> bool:
     return _ANY.search(text) is not None or len(_DIGIT.findall(text)) >= 8
+
+
+_CACHED_LENGTH = 128
+_may_be_sensitive_short = functools.lru_cache(maxsize=2048)(_search_any)  # < 1 MB
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ to one identity hash: there is no call that reads or writes another identity's r
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Iterable, Iterator
@@ -20,6 +21,7 @@ from robot_memory.canonical import canonical_json, sha256_hex
 from robot_memory.errors import ConsolidationError, StoreFailure
 from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
 from robot_memory.store.engine import create_store_engine
+from robot_memory.store.bulk import insert_rows
 from robot_memory.store.facets import ComboIds, insert_facets
 from robot_memory.store.guards import guards_installed, install_append_only_guards
 from robot_memory.store.schema import (
@@ -111,10 +113,19 @@ def _digest_of_canonical(prev_hash: str, identity_hash: str, seq: int, kind: str
                          stamp_ns: int, payload_json: str) -> str:
     """event_digest for a payload_json that is canonical already (as append writes it):
     the same bytes, composed in key order, without parsing the payload back."""
-    body = (f'{{"identity_hash":{canonical_json(identity_hash)},"kind":{canonical_json(kind)},'
-            f'"payload":{payload_json},"seq":{canonical_json(seq)},'
-            f'"stamp_ns":{canonical_json(stamp_ns)}}}')
+    body = (f'{{"identity_hash":{_json_text(identity_hash)},"kind":{_json_text(kind)},'
+            f'"payload":{payload_json},"seq":{_json_int(seq)},'
+            f'"stamp_ns":{_json_int(stamp_ns)}}}')
     return sha256_hex(prev_hash + body)
+
+
+# The same few identity hashes and kinds in every event: encode each once.
+_json_text = functools.lru_cache(maxsize=256)(canonical_json)
+
+
+def _json_int(value: int) -> str:
+    """canonical_json of an int (what json writes for one), without a json.dumps call."""
+    return int.__repr__(value) if type(value) is int else canonical_json(value)
 
 
 def _event_from_row(row) -> StoredEvent:
@@ -250,6 +261,10 @@ class FactWrite:
     values: dict[str, Any]
 
 
+_EVENT_COLUMNS = ("identity_hash", "seq", "kind", "stamp_ns", "payload_json", "prev_hash",
+                  "event_hash")
+
+
 class Partition:
     """One identity's slice of the store; the only handle nodes and commands get."""
 
@@ -282,17 +297,21 @@ class Partition:
             prev = digest
         if not rows:
             return []
-        conn.execute(insert(events), rows)
+        insert_rows(conn, events, _EVENT_COLUMNS,
+                    [tuple(row[name] for name in _EVENT_COLUMNS) for row in rows])
         conn.execute(update(chain_heads).where(chain_heads.c.identity_hash == self.identity_hash)
                      .values(seq=seq, event_hash=prev))
         ids = dict(conn.execute(select(events.c.seq, events.c.id).where(
             events.c.identity_hash == self.identity_hash,
             events.c.seq >= rows[0]["seq"])).all())
-        insert_facets(conn, [(ids[r["seq"]], r["seq"], r["stamp_ns"], r["payload_json"])
-                             for r in rows if r["kind"] == EXECUTION_RESULT], self._combos)
+        # Decoded once from the stored bytes: the facets and the returned events read it.
+        payloads = [json.loads(r["payload_json"]) for r in rows]
+        insert_facets(conn, [(ids[r["seq"]], r["seq"], r["stamp_ns"], payload)
+                             for r, payload in zip(rows, payloads)
+                             if r["kind"] == EXECUTION_RESULT], self._combos)
         return [StoredEvent(ids[r["seq"]], r["seq"], r["kind"], r["stamp_ns"],
-                            json.loads(r["payload_json"]), r["prev_hash"], r["event_hash"])
-                for r in rows]
+                            payload, r["prev_hash"], r["event_hash"])
+                for r, payload in zip(rows, payloads)]
 
     def _lock_head(self, conn: Connection) -> tuple[int, str]:
         query = (select(chain_heads.c.seq, chain_heads.c.event_hash)

@@ -5,9 +5,11 @@ schema-2 migration), so that no pass decodes JSON."""
 from __future__ import annotations
 
 import json
+
 from sqlalchemy import Connection, insert, select, text
 
 from robot_memory.records import InvalidRecord, record_from_payload
+from robot_memory.store.bulk import insert_rows
 from robot_memory.store.schema import (COMBO_FIELDS, OBSERVATION, PARAMETER, result_combos,
                                        result_facets, result_values)
 
@@ -17,8 +19,13 @@ Combo = tuple  # the COMBO_FIELDS values of one result
 def facets_of(payload_json: str, stamp_ns: int) -> tuple[Combo, list[tuple[int, str, str]]]:
     """(combination, [(source, name, value_repr)]) of one stored execution_result,
     decoded from the stored canonical bytes exactly as a pass over payloads reads them."""
+    return facets_of_payload(json.loads(payload_json), stamp_ns)
+
+
+def facets_of_payload(payload: dict, stamp_ns: int) -> tuple[Combo, list[tuple[int, str, str]]]:
+    """`facets_of` for a payload already decoded from the stored canonical bytes."""
     try:
-        record = record_from_payload(json.loads(payload_json), stamp_ns)
+        record = record_from_payload(payload, stamp_ns)
     except InvalidRecord as exc:
         return ("", "", "", "", 0, "", 0, exc.reason), []
     combo = (record.skill_id, record.target_class, record.environment, record.zone,
@@ -35,7 +42,7 @@ class ComboIds:
     def __init__(self, identity_hash: str):
         self.identity_hash = identity_hash
         self.ids: dict[Combo, int] = {}
-        self.loaded = False
+        self._newest = 0  # the greatest combo_id read so far
         # combo_id -> combination as committed rows show it (read by passes): grown by
         # the rows past the newest id seen, not reloaded whole on every pass.
         self._committed: dict[int, Combo] = {}
@@ -74,48 +81,59 @@ class ComboIds:
             return self.referenced(conn, facets_where, binds)
         return self.committed(conn)
 
-    def load(self, conn: Connection) -> dict[int, Combo]:
-        """combo_id -> combination, all of this identity's (a pass reads them)."""
-        rows = conn.execute(select(result_combos.c.combo_id,
-                                   *[result_combos.c[name] for name in COMBO_FIELDS])
-                            .where(result_combos.c.identity_hash == self.identity_hash)).all()
-        by_id = {row[0]: tuple(row[1:]) for row in rows}
-        self.ids.update({combo: combo_id for combo_id, combo in by_id.items()})
-        self.loaded = True
-        return by_id
-
     def ids_of(self, conn: Connection, combos: set[Combo]) -> dict[Combo, int]:
+        """Ids of these combinations, inserting the new ones (the caller holds the chain's
+        lock). One identity's combos are only inserted under that lock, so whatever another
+        process added since we last looked has ids past the newest we know: only those rows
+        are read, not all of them again."""
         missing = combos - self.ids.keys()
+        if not missing:
+            return self.ids
+        self._rows_after(conn, self._newest)
+        missing -= self.ids.keys()
         if missing:
-            self.load(conn)  # another process may have added them
-            new = [dict(zip(COMBO_FIELDS, combo), identity_hash=self.identity_hash)
-                   for combo in sorted(missing - self.ids.keys())]
-            if new:
-                conn.execute(insert(result_combos), new)
-                self.load(conn)
+            conn.execute(insert(result_combos),
+                         [dict(zip(COMBO_FIELDS, combo), identity_hash=self.identity_hash)
+                          for combo in sorted(missing)])
+            self._rows_after(conn, self._newest)
         return self.ids
 
+    def _rows_after(self, conn: Connection, newest: int) -> dict[int, Combo]:
+        rows = conn.execute(select(result_combos.c.combo_id,
+                                   *[result_combos.c[name] for name in COMBO_FIELDS])
+                            .where(result_combos.c.identity_hash == self.identity_hash,
+                                   result_combos.c.combo_id > newest)
+                            .order_by(result_combos.c.combo_id)).all()
+        by_id = {row[0]: tuple(row[1:]) for row in rows}
+        self.ids.update({combo: combo_id for combo_id, combo in by_id.items()})
+        if by_id:
+            self._newest = max(self._newest, max(by_id))
+        return by_id
 
-def insert_facets(conn: Connection, results: list[tuple[int, int, int, str]],
+
+def insert_facets(conn: Connection, results: list[tuple[int, int, int, str | dict]],
                   combo_ids: ComboIds) -> int:
-    """Index (event id, seq, stamp_ns, payload_json) execution results of one identity;
-    returns how many."""
+    """Index (event id, seq, stamp_ns, payload_json) execution results of one identity
+    (the payload may be given decoded from that JSON already); returns how many."""
     if not results:
         return 0
-    decoded = [(event_id, seq, stamp_ns, *facets_of(payload_json, stamp_ns))
-               for event_id, seq, stamp_ns, payload_json in results]
+    decoded = [(event_id, seq, stamp_ns,
+                *(facets_of(payload, stamp_ns) if isinstance(payload, str)
+                  else facets_of_payload(payload, stamp_ns)))
+               for event_id, seq, stamp_ns, payload in results]
     ids = combo_ids.ids_of(conn, {combo for *_, combo, _ in decoded})
     ident = combo_ids.identity_hash
     facets, values = [], []
     for event_id, seq, stamp_ns, combo, named in decoded:
         combo_id = ids[combo]
-        facets.append({"event_id": event_id, "identity_hash": ident, "seq": seq,
-                       "stamp_ns": stamp_ns, "combo_id": combo_id})
-        values += [{"event_id": event_id, "identity_hash": ident, "combo_id": combo_id,
-                    "stamp_ns": stamp_ns,
-                    "source": source, "name": name, "value_repr": value}
+        facets.append((event_id, ident, seq, stamp_ns, combo_id))
+        values += [(event_id, ident, combo_id, stamp_ns, source, name, value)
                    for source, name, value in named]
-    conn.execute(insert(result_facets), facets)
-    if values:
-        conn.execute(insert(result_values), values)
+    insert_rows(conn, result_facets, _FACET_COLUMNS, facets)
+    insert_rows(conn, result_values, _VALUE_COLUMNS, values)
     return len(facets)
+
+
+_FACET_COLUMNS = ("event_id", "identity_hash", "seq", "stamp_ns", "combo_id")
+_VALUE_COLUMNS = ("event_id", "identity_hash", "combo_id", "stamp_ns", "source", "name",
+                  "value_repr")

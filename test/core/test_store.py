@@ -81,3 +81,36 @@ def test_store_reopens_and_continues_the_chain(db_url):
     part = MemoryStore(db_url).partition(A)
     assert part.append("k", {}, 2).seq == 2
     assert verify_chain(part).ok
+
+
+def _result(skill: str, success: bool, force: float) -> dict:
+    return {"skill_id": skill, "target_class": "cup", "environment": "lab", "zone": "",
+            "parameters": {"force_n": force}, "observations": {}, "success": success,
+            "failure_reason": "" if success else "slipped", "duration_s": 1.0,
+            "intent_id": "", "notes": ""}
+
+
+def test_two_writers_of_one_identity_share_result_combinations(db_url):
+    """Each process caches combination ids; one added by the other process meanwhile is
+    found, never inserted twice, and every facet row points at its own combination."""
+    first, second = MemoryStore(db_url), MemoryStore(db_url)
+    one, two = first.partition(A), second.partition(A)
+    one.append_many([NewEvent("execution_result", _result("grasp", True, 1.0), 1)])
+    two.append_many([NewEvent("execution_result", _result("grasp", False, 2.0), 2),
+                     NewEvent("execution_result", _result("place", True, 3.0), 3)])
+    one.append_many([NewEvent("execution_result", _result(skill, ok, 4.0), 4)
+                     for skill, ok in (("grasp", False), ("place", True), ("push", True))])
+    two.append_many([NewEvent("execution_result", _result("push", True, 5.0), 5)])
+    first.close(), second.close()
+    db = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+    combos = db.execute("SELECT skill_id, success, count(*) FROM result_combos "
+                        "GROUP BY 1, 2 ORDER BY 1, 2").fetchall()
+    assert combos == [("grasp", 0, 1), ("grasp", 1, 1), ("place", 1, 1), ("push", 1, 1)]
+    facets = db.execute("SELECT e.payload_json, c.skill_id, c.success FROM result_facets f "
+                        "JOIN events e ON e.id = f.event_id "
+                        "JOIN result_combos c ON c.combo_id = f.combo_id "
+                        "ORDER BY f.seq").fetchall()
+    assert len(facets) == 7
+    for payload_json, skill, success in facets:
+        assert f'"skill_id":"{skill}"' in payload_json
+        assert f'"success":{"true" if success else "false"}' in payload_json

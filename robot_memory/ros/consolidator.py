@@ -23,6 +23,7 @@ from robot_memory.growth import GrowthGuard
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
+from robot_memory.ros.heap import release_freed_memory
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import NodeSpec, run_node
@@ -178,6 +179,7 @@ class Consolidator(ManagedMemoryNode):
                 f"{conflict['event_kind']}: {conflict['fact_kind']} [{conflict['fact_key']}] "
                 f"{conflict['status']['from']} -> {conflict['status']['to']}")
         self._publish_pass(report)
+        release_freed_memory()  # what the pass read and rendered
         return report
 
     def _load_snapshot(self) -> None:

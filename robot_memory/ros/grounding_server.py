@@ -27,6 +27,7 @@ from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_from_msg, fact_to_msg, grounding_request_from_msg
 from robot_memory.ros.diagnostics import OK as DIAG_OK
 from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
+from robot_memory.ros.heap import release_freed_memory
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import NodeSpec, run_node
@@ -97,6 +98,8 @@ class GroundingServer(ManagedMemoryNode):
                 facts = self.partition.facts(conn=conn)
             self.index = GroundingIndex(self.partition.identity_hash, facts)
             self.reloads += 1
+            del facts
+        release_freed_memory()  # the rows the index was built from
         # The index is long-lived: keep the cyclic collector from re-scanning it.
         gc.freeze()
 

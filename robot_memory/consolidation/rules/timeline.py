@@ -14,8 +14,10 @@ from typing import Any
 from robot_memory.consolidation.rules.base import ConsolidationConfigError, RulesConfig
 
 
-def timeline_add(state: dict[str, Any], stamp_ns: int, column: int, width: int,
-                 config: RulesConfig) -> None:
+
+def _timeline_of(state: dict[str, Any], width: int, config: RulesConfig) -> dict[str, Any]:
+    """The state's timeline, made empty on first use; ConsolidationConfigError when it was
+    built with another time_bucket_s (its buckets would not line up)."""
     timeline = state.get("timeline")
     if timeline is None:
         timeline = state["timeline"] = {"bucket_s": config.time_bucket_s, "buckets": {},
@@ -25,6 +27,11 @@ def timeline_add(state: dict[str, Any], stamp_ns: int, column: int, width: int,
         raise ConsolidationConfigError(
             f"state was built with time_bucket_s={timeline['bucket_s']}, config says "
             f"{config.time_bucket_s}; rebuild the facts with `robot-memory replay`")
+    return timeline
+
+def timeline_add(state: dict[str, Any], stamp_ns: int, column: int, width: int,
+                 config: RulesConfig) -> None:
+    timeline = _timeline_of(state, width, config)
     bucket = config.bucket(stamp_ns)
     newest = timeline["newest"]
     if newest is None or bucket > newest:
@@ -96,15 +103,7 @@ def timeline_merge(state: dict[str, Any], counts: dict[int, list[int]], width: i
     """Add per-bucket counts (from a GROUP BY) to the timeline: the same state as
     timeline_add once per counted event, in any order (the horizon fold depends only
     on the newest bucket, which only grows)."""
-    timeline = state.get("timeline")
-    if timeline is None:
-        timeline = state["timeline"] = {"bucket_s": config.time_bucket_s, "buckets": {},
-                                        "ancient": [0] * width, "newest": None,
-                                        "oldest": None}
-    elif timeline["bucket_s"] != config.time_bucket_s:
-        raise ConsolidationConfigError(
-            f"state was built with time_bucket_s={timeline['bucket_s']}, config says "
-            f"{config.time_bucket_s}; rebuild the facts with `robot-memory replay`")
+    timeline = _timeline_of(state, width, config)
     if not counts:
         return
     newest = max(counts) if timeline["newest"] is None else max(timeline["newest"],

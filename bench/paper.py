@@ -389,6 +389,17 @@ def table5(memory: SeedMemory) -> dict:
 
 
 # -- Outputs ----------------------------------------------------------------------------
+def _sweep_rows(v3r: dict, table: str) -> list[str]:
+    """Rows of a one-parameter sweep (Tables 2 and 4): ours, theirs, difference, CIs."""
+    rows = []
+    for key, (theirs, theirs_ci) in PAPER[table].items():
+        ours = v3r[table][key]
+        rows.append(f"| {key} | {_pct(ours['reduction_mean'])} | {_pct(theirs)} | "
+                    f"{_diff(ours['reduction_mean'], theirs)} | {_ci(ours['ci'])} | "
+                    f"{_ci(theirs_ci)} |")
+    return rows
+
+
 def _pct(value) -> str:
     return "—" if value is None else f"{value * 100:.2f}%"
 
@@ -447,11 +458,7 @@ def markdown(result: dict) -> str:
     lines += ["", "## Table 2: threshold sweep (calibrated)", "",
               "| threshold | ours | theirs | difference | CI ours | CI theirs |",
               "|---|---|---|---|---|---|"]
-    for key, (theirs, theirs_ci) in PAPER["table2"].items():
-        ours = v3r["table2"][key]
-        lines.append(f"| {key} | {_pct(ours['reduction_mean'])} | {_pct(theirs)} | "
-                     f"{_diff(ours['reduction_mean'], theirs)} | {_ci(ours['ci'])} | "
-                     f"{_ci(theirs_ci)} |")
+    lines += _sweep_rows(v3r, "table2")
     lines += ["", "## Table 3: prior sweep (calibrated; mean reduction, ours / theirs)", "",
               "| prior_mean \\ weight | 5 | 10 | 20 |", "|---|---|---|---|"]
     for mean, row in PAPER["table3"].items():
@@ -461,11 +468,7 @@ def markdown(result: dict) -> str:
     lines += ["", "## Table 4: decisions per seed (calibrated)", "",
               "| N | ours | theirs | difference | CI ours | CI theirs |",
               "|---|---|---|---|---|---|"]
-    for key, (theirs, theirs_ci) in PAPER["table4"].items():
-        ours = v3r["table4"][key]
-        lines.append(f"| {key} | {_pct(ours['reduction_mean'])} | {_pct(theirs)} | "
-                     f"{_diff(ours['reduction_mean'], theirs)} | {_ci(ours['ci'])} | "
-                     f"{_ci(theirs_ci)} |")
+    lines += _sweep_rows(v3r, "table4")
     lines += ["", "## Table 5: runtime overhead", ""]
     t5, p5 = result["table5"], PAPER["table5"]
     lines.append(f"Source: `{t5['source']}` (written by `python -m bench.consolidation_pass`), "

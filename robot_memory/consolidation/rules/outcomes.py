@@ -35,6 +35,15 @@ def add_counts(buckets: dict[int, list[int]], bucket: int, column: int, count: i
     row[column] += count
 
 
+def note_outcome_row(part: dict[str, Any], success: int, failure_reason: str, bucket: int,
+                     count: int, max_id: int, max_stamp: int, config: RulesConfig) -> None:
+    """What every rate rule notes for one GROUP BY row: its outcome counts in the time
+    bucket, and the newest event that supports the group."""
+    add_counts(part["buckets"], bucket, column_of(success, failure_reason, config), count)
+    part["last_event_id"] = max(part["last_event_id"], max_id)
+    part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+
+
 def add_outcome(state: dict[str, Any], record: ExecutionRecord, config: RulesConfig) -> None:
     timeline_add(state, record.stamp_ns, outcome_column(record, config), 3, config)
 

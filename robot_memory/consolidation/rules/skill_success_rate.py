@@ -9,8 +9,8 @@ from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTE
                                                    RenderedFact, RulesConfig, count_into,
                                                    fact_key, max_support, note_support,
                                                    promoted_status)
-from robot_memory.consolidation.rules.outcomes import (add_counts, add_outcome, column_of,
-                                                       contradiction, merge_outcomes,
+from robot_memory.consolidation.rules.outcomes import (add_outcome, contradiction,
+                                                       merge_outcomes, note_outcome_row,
                                                        rate_block)
 from robot_memory.consolidation.stats import (band, most_common, multiset_add, multiset_merge,
                                               shrunk_rate)
@@ -47,9 +47,7 @@ class SkillSuccessRate:
             part["successes"] += count
         else:
             count_into(part["failure_reasons"], reason or "unspecified", count)
-        add_counts(part["buckets"], bucket, column_of(success, reason, config), count)
-        part["last_event_id"] = max(part["last_event_id"], max_id)
-        part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+        note_outcome_row(part, success, reason, bucket, count, max_id, max_stamp, config)
 
     def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})

@@ -9,8 +9,8 @@ from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTE
                                                    RenderedFact, RulesConfig, SkipRecord,
                                                    count_into, fact_key, max_support,
                                                    note_support, promoted_status, r6)
-from robot_memory.consolidation.rules.outcomes import (add_counts, add_outcome, column_of,
-                                                       contradiction, merge_outcomes,
+from robot_memory.consolidation.rules.outcomes import (add_outcome, contradiction,
+                                                       merge_outcomes, note_outcome_row,
                                                        rate_block)
 from robot_memory.consolidation.stats import most_common
 from robot_memory.records import ExecutionRecord
@@ -55,9 +55,7 @@ class ZoneRisk:
             count_into(part["failure_reasons"], named, count)
             if named in config.safety_failure_reasons:
                 part["safety_incidents"] += count
-        add_counts(part["buckets"], bucket, column_of(success, reason, config), count)
-        part["last_event_id"] = max(part["last_event_id"], max_id)
-        part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+        note_outcome_row(part, success, reason, bucket, count, max_id, max_stamp, config)
 
     def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
         pass  # no parameters or observations

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -80,10 +81,28 @@ def validate_request(req: GroundingRequest) -> GroundingAnswer | None:
     return None
 
 
-def _is_skill_fact(fact: FactRow) -> bool:
-    """Facts about a skill's outcomes (success rate, failure patterns), as opposed to
-    context facts about objects and places."""
-    return "skill_id" in fact.value
+@dataclass(frozen=True, slots=True)
+class _Facets:
+    """What a lookup reads of a fact's value, taken out once: the index holds these,
+    not 10^4 parsed values. None: the value does not name it (matches any request)."""
+
+    skill_id: str | None
+    target_class: str | None
+    environment: str | None
+    index_keys: tuple[tuple[str, str, str], ...]
+
+
+def _facets(fact: FactRow) -> _Facets:
+    value = fact.peek_value()
+    skill, target, environment = (_interned(value.get(name))
+                                  for name in ("skill_id", "target_class", "environment"))
+    index_keys = tuple(tuple(map(_interned, key)) for key in _index_keys(fact.kind, value))
+    return _Facets(skill, target, environment, index_keys)
+
+
+def _interned(text: str | None) -> str | None:
+    # A few hundred names shared by 10^4 facts: one copy each.
+    return sys.intern(text) if isinstance(text, str) else text
 
 
 def _asks_for_skill_facts(req: GroundingRequest) -> bool:
@@ -94,15 +113,14 @@ def _rank(fact: FactRow) -> tuple:
     return (-fact.confidence, fact.kind, fact.key)
 
 
-def _index_keys(fact: FactRow) -> list[tuple[str, str, str]]:
+def _index_keys(kind: str, value: dict) -> list[tuple[str, str, str]]:
     """The index lists a fact belongs to."""
-    value = fact.value
     skill = value.get("skill_id")
     if skill:
         return [("skill", skill, ""), ("skill_target", skill, value.get("target_class", ""))]
-    if fact.kind == "object_property":
+    if kind == "object_property":
         return [("target_class", value["target_class"], "")]
-    if fact.kind == "zone_risk":
+    if kind == "zone_risk":
         return [(value["scope"], value[value["scope"]], "")]
     return []
 
@@ -116,9 +134,10 @@ class GroundingIndex:
         self.identity_hash = identity_hash
         self.facts: dict[tuple[str, str], FactRow] = {(f.kind, f.key): f for f in facts}
         self.size = len(self.facts)
+        self._facets = {key: _facets(fact) for key, fact in self.facts.items()}
         self._lists: dict[tuple[str, str, str], list[FactRow]] = {}
-        for fact in self.facts.values():
-            for index_key in _index_keys(fact):
+        for key, fact in self.facts.items():
+            for index_key in self._facets[key].index_keys:
                 self._lists.setdefault(index_key, []).append(fact)
         for facts_of_key in self._lists.values():
             facts_of_key.sort(key=_rank)
@@ -131,17 +150,19 @@ class GroundingIndex:
         new.identity_hash = self.identity_hash
         new.facts = {**self.facts, **changed}
         new.size = len(new.facts)
+        changed_facets = {key: _facets(fact) for key, fact in changed.items()}
+        new._facets = {**self._facets, **changed_facets}
         new._lists = dict(self._lists)
         # Group once by list: a pass's delta touches hundreds of lists, and the request
         # thread waits for the GIL while this runs.
         added: dict[tuple[str, str, str], list[FactRow]] = {}
-        for fact in changed.values():
-            for index_key in _index_keys(fact):
+        for key, fact in changed.items():
+            for index_key in changed_facets[key].index_keys:
                 added.setdefault(index_key, []).append(fact)
         touched = set(added)
         changed_keys = {key for _, key in changed}  # str hashes are cached: a cheap first test
         for key in changed.keys() & self.facts.keys():
-            touched.update(_index_keys(self.facts[key]))
+            touched.update(self._facets[key].index_keys)
         for index_key in touched:
             # The old list is sorted: filter it (order kept) and insert the few changes.
             kept = [f for f in self._lists.get(index_key, ())
@@ -181,8 +202,8 @@ class GroundingIndex:
         # would believe it knows a skill it never tried. A request for context kinds only
         # asked for exactly those, so they are its answer.
         if _asks_for_skill_facts(req):
-            about_skill = [f for f in matching if _is_skill_fact(f)]
-            context = [f for f in matching if not _is_skill_fact(f)
+            about_skill = [f for f in matching if self._is_skill_fact(f)]
+            context = [f for f in matching if not self._is_skill_fact(f)
                        and f.status == STATUS_ACTIVE and f.confidence >= req.min_confidence]
         else:
             about_skill, context = matching, []
@@ -215,12 +236,17 @@ class GroundingIndex:
         return GroundingAnswer(OK, reason=f"not served: {note}" if note else "",
                                facts=tuple(facts[:limit]))
 
-    @staticmethod
-    def _matches(fact: FactRow, req: GroundingRequest) -> bool:
+    def _is_skill_fact(self, fact: FactRow) -> bool:
+        """Facts about a skill's outcomes (success rate, failure patterns), as opposed to
+        context facts about objects and places."""
+        return self._facets[(fact.kind, fact.key)].skill_id is not None
+
+    def _matches(self, fact: FactRow, req: GroundingRequest) -> bool:
         if req.fact_kinds and fact.kind not in req.fact_kinds:
             return False
-        if req.target_class and fact.value.get("target_class", req.target_class) != req.target_class:
+        facets = self._facets[(fact.kind, fact.key)]
+        if req.target_class and facets.target_class not in (None, req.target_class):
             return False
-        if req.environment and fact.value.get("environment", req.environment) != req.environment:
+        if req.environment and facets.environment not in (None, req.environment):
             return False
         return True

@@ -23,6 +23,7 @@ from robot_memory.growth import GrowthGuard
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
+from robot_memory.ros.fact_snapshot import FactSnapshot
 from robot_memory.ros.heap import release_freed_memory
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
@@ -56,6 +57,7 @@ class Consolidator(ManagedMemoryNode):
         self.last_report = None
         self.last_error = ""
         self.facts_publisher = self.create_publisher(SemanticFactArray, "facts", FACTS_QOS)
+        self._snapshot = FactSnapshot()  # what `facts` carries, kept serialized
         self.delta_publisher = self.create_publisher(SemanticFactArray, "facts_delta",
                                                      FACTS_DELTA_QOS)
         self.diagnostics = DiagnosticsPublisher(self)
@@ -185,11 +187,13 @@ class Consolidator(ManagedMemoryNode):
     def _load_snapshot(self) -> None:
         """Messages for every fact, kept so a pass only converts the facts it changed."""
         run, facts = facts_at_checkpoint(self.partition)
-        self._fact_msgs = {(f.kind, f.key): fact_to_msg(f) for f in facts}
+        self._snapshot.replace_all(fact_to_msg(f) for f in facts)
         self._run_event_id = run
 
     def publish_snapshot(self) -> None:
-        self._publish(self.facts_publisher, list(self._fact_msgs.values()), self._run_event_id)
+        self.facts_publisher.publish(self._snapshot.message(
+            self.partition.identity_hash, self._run_event_id or 0, 0,
+            self.get_clock().now().to_msg()))
 
     def _publish_pass(self, report) -> None:
         """After a pass: refresh the changed facts, publish the delta, then the snapshot."""
@@ -198,8 +202,7 @@ class Consolidator(ManagedMemoryNode):
             self._load_snapshot()
         changed = facts_by_key(self.partition, {(c.kind, c.key) for c in report.changes})
         delta = [fact_to_msg(f) for f in changed]
-        for msg in delta:
-            self._fact_msgs[(msg.kind, msg.key)] = msg
+        self._snapshot.update(delta)
         self._run_event_id = report.run_event_id
         self._publish(self.delta_publisher, delta, self._run_event_id, previous)
         self.publish_snapshot()

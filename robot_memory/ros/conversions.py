@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from builtin_interfaces.msg import Time
@@ -47,12 +46,13 @@ def fact_to_msg(fact: FactRow) -> SemanticFact:
     msg.fact_id, msg.kind, msg.key, msg.status = fact.id, fact.kind, fact.key, fact.status
     msg.confidence = float(fact.confidence)
     msg.n_observations = int(fact.n_observations)
-    rate = fact.value.get("rate")
+    value = fact.peek_value()  # not kept on the fact: a node holds thousands
+    rate = value.get("rate")
     msg.has_success_rate = rate is not None
     msg.success_rate = float(rate) if rate is not None else 0.0
     msg.recommended_parameters = [
         KeyValue(key=name, value=float(band["median"]))
-        for name, band in sorted(fact.value.get("recommended_parameters", {}).items())]
+        for name, band in sorted(value.get("recommended_parameters", {}).items())]
     msg.value_json = fact.value_json
     msg.last_supporting_event_id = int(fact.last_supporting_event_id)
     msg.rule_version = fact.rule_version
@@ -61,7 +61,7 @@ def fact_to_msg(fact: FactRow) -> SemanticFact:
 
 
 def fact_from_msg(msg: SemanticFact) -> FactRow:
-    return FactRow(msg.fact_id, msg.kind, msg.key, json.loads(msg.value_json), msg.value_json,
+    return FactRow(msg.fact_id, msg.kind, msg.key, None, msg.value_json,  # parsed on use
                    msg.status, msg.confidence, msg.n_observations, msg.rule_version,
                    msg.last_supporting_event_id, stamp_to_ns(msg.last_updated))
 

@@ -1,0 +1,120 @@
+"""The latched `facts` snapshot, held as each fact's serialized bytes.
+
+A SemanticFact message object costs about 2 KB of Python objects (its Time, its
+KeyValue list, a dozen boxed fields) for a 450-byte value; 10^4 of them were the
+consolidator's largest allocation, and converting them all to C on every publish its
+largest cost per pass. Each fact is kept instead as its CDR encoding, made once when
+it changes, and the array message is framed around them: a SemanticFactArray's
+sequence is its elements' encodings, each starting 8-byte aligned (SemanticFact
+begins with an int64), behind the header fields. The framing is checked against the
+RMW's own serializer once per process (`framing_supported`): where the encoding is
+another one (big-endian, XCDR2), the snapshot keeps message objects instead.
+"""
+
+from __future__ import annotations
+
+import struct
+from functools import lru_cache
+
+from builtin_interfaces.msg import Time
+from rclpy.serialization import deserialize_message, serialize_message
+
+from robot_memory.msg import KeyValue, SemanticFact, SemanticFactArray
+
+CDR_LE = b"\x00\x01\x00\x00"  # encapsulation: plain CDR, little-endian, no options
+
+FactKey = tuple[str, str]
+
+
+def _align(buffer: bytearray, boundary: int) -> None:
+    """Pad to a multiple of `boundary`, counted from the start of the body (after the
+    4-byte encapsulation header), as CDR aligns."""
+    buffer.extend(b"\x00" * (-(len(buffer) - len(CDR_LE)) % boundary))
+
+
+def _put_string(buffer: bytearray, text: str) -> None:
+    encoded = text.encode("utf-8") + b"\x00"
+    _align(buffer, 4)
+    buffer.extend(struct.pack("<I", len(encoded)))
+    buffer.extend(encoded)
+
+
+def fact_element(msg: SemanticFact) -> bytes:
+    """One fact's encoding as a sequence element (its body, without the header)."""
+    return serialize_message(msg)[len(CDR_LE):]
+
+
+def frame_fact_array(identity_hash: str, run_event_id: int, previous_run_event_id: int,
+                     stamp: Time, elements: list[bytes]) -> bytes:
+    """A serialized SemanticFactArray (header.frame_id empty) around fact elements."""
+    buffer = bytearray(CDR_LE)
+    buffer.extend(struct.pack("<iI", stamp.sec, stamp.nanosec))
+    _put_string(buffer, "")  # header.frame_id
+    _put_string(buffer, identity_hash)
+    _align(buffer, 8)
+    buffer.extend(struct.pack("<qqI", run_event_id, previous_run_event_id, len(elements)))
+    for element in elements:
+        _align(buffer, 8)
+        buffer.extend(element)
+    _align(buffer, 4)
+    return bytes(buffer)
+
+
+def _sample_facts() -> list[SemanticFact]:
+    """Facts whose fields end at every alignment, to compare framings with."""
+    return [SemanticFact(fact_id=i + 1, kind="k" * (i + 1), key="key" + "x" * i,
+                         status="active", confidence=0.5, n_observations=i,
+                         has_success_rate=bool(i % 2), success_rate=0.25,
+                         recommended_parameters=[KeyValue(key="p" * j, value=float(j))
+                                                 for j in range(i % 3)],
+                         value_json="{" + "a" * i + "}", last_supporting_event_id=7 * i,
+                         rule_version="v1.0", last_updated=Time(sec=i, nanosec=i + 1))
+            for i in range(5)]
+
+
+@lru_cache(maxsize=1)
+def framing_supported() -> bool:
+    """Whether frame_fact_array gives what the RMW's serializer gives: the same length,
+    and the same message once deserialized (padding bytes are left unset by it)."""
+    facts = _sample_facts()
+    reference = SemanticFactArray(identity_hash="abcdefg", run_event_id=9,
+                                  previous_run_event_id=8, facts=facts)
+    reference.header.stamp = Time(sec=11, nanosec=12)
+    expected = serialize_message(reference)
+    if not expected.startswith(CDR_LE):
+        return False
+    framed = frame_fact_array("abcdefg", 9, 8, Time(sec=11, nanosec=12),
+                              [fact_element(f) for f in facts])
+    return (len(framed) == len(expected)
+            and deserialize_message(framed, SemanticFactArray) == reference)
+
+
+class FactSnapshot:
+    """Every fact of the identity, ready to publish as one latched array."""
+
+    def __init__(self) -> None:
+        self._framed = framing_supported()
+        self._facts: dict[FactKey, bytes | SemanticFact] = {}
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    def replace_all(self, msgs) -> None:
+        self._facts = {}
+        self.update(msgs)
+
+    def update(self, msgs) -> None:
+        for msg in msgs:
+            self._facts[(msg.kind, msg.key)] = fact_element(msg) if self._framed else msg
+
+    def message(self, identity_hash: str, run_event_id: int, previous_run_event_id: int,
+                stamp: Time) -> bytes | SemanticFactArray:
+        """What to hand to Publisher.publish: serialized bytes, or the message."""
+        if self._framed:
+            return frame_fact_array(identity_hash, run_event_id, previous_run_event_id,
+                                    stamp, list(self._facts.values()))
+        msg = SemanticFactArray(identity_hash=identity_hash, facts=list(self._facts.values()),
+                                run_event_id=run_event_id,
+                                previous_run_event_id=previous_run_event_id)
+        msg.header.stamp = stamp
+        return msg

@@ -1,0 +1,45 @@
+"""The latched snapshot framed around serialized facts reads back as the message the
+RMW's own serializer would have carried."""
+
+from builtin_interfaces.msg import Time
+from rclpy.serialization import deserialize_message, serialize_message
+
+from robot_memory.msg import SemanticFactArray
+from robot_memory.ros.conversions import fact_to_msg
+from robot_memory.ros.fact_snapshot import FactSnapshot, framing_supported
+from robot_memory.store.episodic import FactRow
+
+
+def fact(i: int, value_json: str) -> FactRow:
+    return FactRow(i, f"kind{'x' * (i % 5)}", f"key|{i}|é" * (1 + i % 3), None, value_json,
+                   "active", 0.1 * i, i, "v1.0", 10 * i, 1_700_000_000_123_456_789 + i)
+
+
+VALUES = ['{"rate":0.75,"recommended_parameters":{"force_n":{"median":25.0}}}',
+          '{"note":"grüße, 把手"}', "{}", '{"rate":null}',
+          '{"recommended_parameters":{"a":{"median":1.5},"bb":{"median":-2.0}}}']
+
+
+def test_this_rmw_takes_the_framed_snapshot():
+    assert framing_supported()
+
+
+def test_framed_snapshot_deserializes_to_the_same_message():
+    msgs = [fact_to_msg(fact(i, VALUES[i % len(VALUES)])) for i in range(1, 23)]
+    snapshot = FactSnapshot()
+    snapshot.replace_all(msgs[:15])
+    snapshot.update(msgs[10:])  # 10..14 replaced in place, 15.. appended
+    stamp = Time(sec=1_700_000_000, nanosec=999)
+    framed = snapshot.message("ab" * 32, 77, 0, stamp)
+    expected = SemanticFactArray(identity_hash="ab" * 32, run_event_id=77, facts=msgs)
+    expected.header.stamp = stamp
+    assert isinstance(framed, bytes)
+    assert len(framed) == len(serialize_message(expected))
+    assert deserialize_message(framed, SemanticFactArray) == expected
+    assert len(snapshot) == len(msgs)
+
+
+def test_an_empty_snapshot_is_a_valid_message():
+    framed = FactSnapshot().message("cd" * 32, 0, 0, Time())
+    assert deserialize_message(framed, SemanticFactArray) == SemanticFactArray(
+        identity_hash="cd" * 32)

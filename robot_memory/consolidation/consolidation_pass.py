@@ -151,8 +151,9 @@ def aggregate(aggregates: ResultAggregates, config: RulesConfig
             partials.skip(f"invalid_payload:{row[0]}", count)
         for rule in RULES:
             rule.add_outcome(row, config, partials)
-    for rule in RULES:
-        rule.add_values(aggregates, config, partials)
+    for batch in aggregates.values:
+        for rule in RULES:
+            rule.add_values(batch, config, partials)
     return partials, events_read, first_seq, last_stamp
 
 

@@ -241,19 +241,30 @@ def _bucket_sql(bucket_ns: int) -> str:
 
 
 @dataclass
-class ResultAggregates:
-    """Execution results of a range of one chain, aggregated in SQL.
+class ValueBatch:
+    """Some of a range's parameters and observations, aggregated (value x count).
 
-    outcomes: (invalid_reason, skill_id, target_class, environment, zone, success,
-      failure_reason, has_observations, bucket, count, min id, max id, max stamp, min seq)
     parameters: (skill_id, target_class, environment, success, failure_reason, name,
       value_repr, count)
     observations: (target_class, name, value_repr, count, max id, max stamp)
     """
 
-    outcomes: Iterable[tuple]  # streamed: iterate once
     parameters: list[tuple]
     observations: list[tuple]
+
+
+@dataclass
+class ResultAggregates:
+    """Execution results of a range of one chain, aggregated in SQL. Both are streamed
+    from the cursor: iterate `outcomes` once, then `values` once.
+
+    outcomes: (invalid_reason, skill_id, target_class, environment, zone, success,
+      failure_reason, has_observations, bucket, count, min id, max id, max stamp, min seq)
+    values: ValueBatch after ValueBatch
+    """
+
+    outcomes: Iterable[tuple]
+    values: Iterable[ValueBatch]
 
 
 @dataclass(frozen=True)
@@ -392,8 +403,9 @@ class Partition:
         """The execution results after_seq < seq <= until_seq (and stamp <= until_stamp_ns)
         grouped by what the rules group and count by: value x count, never one row per
         event. The database groups by small integers (combination, time bucket); the
-        combinations are spelled out here. `outcomes` streams from the cursor: iterate it
-        once, before any other query on this connection's snapshot is needed."""
+        combinations are spelled out here. Both parts stream from cursors: iterate
+        `outcomes`, then `values`, each once, before any other query on this connection's
+        snapshot is needed."""
         stamp = "" if until_stamp_ns is None else " AND stamp_ns <= :ts"
         binds = {"ident": self.identity_hash, "lo": after_seq, "hi": until_seq}
         if until_stamp_ns is not None:
@@ -403,7 +415,7 @@ class Partition:
             f"SELECT min(event_id), max(event_id) FROM result_facets WHERE {where}"),
             binds).one()
         if id_lo is None:
-            return ResultAggregates([], [], [])
+            return ResultAggregates([], [])
         # A short range (a consolidator's tick) reads the combinations it uses; a long one
         # all of them, kept for the next pass (rows are only added).
         combos = self._combos.for_range(conn, where, binds,
@@ -411,28 +423,34 @@ class Partition:
         # Event ids grow with seq within a chain: the id range is the chain range (rows
         # of other identities in it have other combinations and are left out).
         short = until_seq - after_seq <= SHORT_RANGE
-        values = conn.execute(text(
+        values_query = text(
             "SELECT combo_id, source, name, value_repr, count(*), max(event_id), "
             f"max(stamp_ns) FROM result_values{_values_index(conn, short)} "
             "WHERE event_id >= :id_lo AND event_id <= :id_hi"
-            f" AND identity_hash = :ident{stamp} GROUP BY 1, 2, 3, 4"),
-            {"id_lo": id_lo, "id_hi": id_hi, "ident": self.identity_hash,
-             **({"ts": until_stamp_ns} if until_stamp_ns is not None else {})})
-        parameters, observations = [], []
-        # Streamed, and names and values interned: 10^5 groups repeat a few dozen names
-        # and values, held until the pass has folded them (a third of a big pass's peak).
-        for combo_id, source, name, value, count, max_id, max_stamp in _batched(values):
-            combo = combos.get(combo_id)
-            if combo is None:
-                continue  # another identity's
-            name, value = sys.intern(name), sys.intern(value)
-            skill, target, environment, _zone, success, reason = combo[:6]
-            if source == PARAMETER:
-                parameters.append((skill, target, environment, success, reason, name, value,
-                                   count))
-            elif target:
-                observations.append((target, name, value, count, max_id, max_stamp))
-        del values
+            f" AND identity_hash = :ident{stamp} GROUP BY 1, 2, 3, 4")
+        values_binds = {"id_lo": id_lo, "id_hi": id_hi, "ident": self.identity_hash,
+                        **({"ts": until_stamp_ns} if until_stamp_ns is not None else {})}
+
+        def values() -> Iterator[ValueBatch]:
+            # Run once the outcomes are read, and handed on a batch at a time: at 10^6
+            # events they are 10^5 rows, and held together they were a fifth of a pass's
+            # peak memory (and left the small-object heap fragmented after it).
+            for rows in conn.execute(values_query, values_binds).partitions(5000):
+                batch = ValueBatch([], [])
+                for combo_id, source, name, value, count, max_id, max_stamp in rows:
+                    combo = combos.get(combo_id)
+                    if combo is None:
+                        continue  # another identity's
+                    name, value = sys.intern(name), sys.intern(value)
+                    skill, target, environment, _zone, success, reason = combo[:6]
+                    if source == PARAMETER:
+                        batch.parameters.append((skill, target, environment, success, reason,
+                                                 name, value, count))
+                    elif target:
+                        batch.observations.append((target, name, value, count, max_id,
+                                                   max_stamp))
+                yield batch
+
         grouped = conn.execute(text(
             f"SELECT combo_id, {_bucket_sql(bucket_ns)} AS bucket, count(*), min(event_id), "
             f"max(event_id), max(stamp_ns), min(seq) FROM result_facets WHERE {where} "
@@ -442,7 +460,7 @@ class Partition:
                     for combo_id, bucket, count, min_id, max_id, max_stamp, min_seq
                     in _batched(grouped)
                     for combo in (combos[combo_id],))
-        return ResultAggregates(outcomes, parameters, observations)
+        return ResultAggregates(outcomes, values())
 
     def event_by_id(self, event_id: int) -> StoredEvent | None:
         with self.store.read() as conn:

@@ -18,7 +18,7 @@ import tempfile
 
 import yaml
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition, UnlessCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -74,16 +74,23 @@ def generate_launch_description():
                                       from_arguments],
                           arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
                           output="screen", condition=four_processes))
-    # No `name`: it would rename all four nodes of the process to one name.
-    nodes.append(Node(package="robot_memory", executable="robot_memory_all",
-                      namespace=LaunchConfiguration("namespace"),
-                      # params_file goes last here: one file of /**/<node> sections
-                      # carries the table defaults and the launch arguments together.
-                      parameters=[ParameterFile(one_process_params_template(), allow_substs=True),
-                                  LaunchConfiguration("params_file")],
-                      arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
-                      output="screen", condition=IfCondition(LaunchConfiguration("one_process"))))
+    # The one-process node is made only when asked for: its parameter file is written then.
+    nodes.append(OpaqueFunction(function=one_process_node))
     return LaunchDescription(arguments + nodes)
+
+
+def one_process_node(context) -> list:
+    if not IfCondition(LaunchConfiguration("one_process")).evaluate(context):
+        return []
+    # No `name`: it would rename all four nodes of the process to one name.
+    return [Node(package="robot_memory", executable="robot_memory_all",
+                 namespace=LaunchConfiguration("namespace"),
+                 # params_file goes last here: one file of /**/<node> sections carries
+                 # the table defaults and the launch arguments together.
+                 parameters=[ParameterFile(one_process_params_template(), allow_substs=True),
+                             LaunchConfiguration("params_file")],
+                 arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
+                 output="screen")]
 
 
 def one_process_params_template() -> str:

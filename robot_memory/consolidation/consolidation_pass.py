@@ -145,15 +145,18 @@ def aggregate(aggregates: ResultAggregates, config: RulesConfig
     The outcome rows stream past once (10^5 of them at 10^6 events), never held."""
     partials = Partials()
     events_read, first_seq, last_stamp = 0, 0, 0
+    add_outcomes = [rule.add_outcome for rule in RULES]
     for row in aggregates.outcomes:
         count = row[9]
         events_read += count
-        first_seq = row[13] if not first_seq else min(first_seq, row[13])
-        last_stamp = max(last_stamp, row[12])
+        if not first_seq or row[13] < first_seq:
+            first_seq = row[13]
+        if row[12] > last_stamp:
+            last_stamp = row[12]
         if row[0] is not None:
             partials.skip(f"invalid_payload:{row[0]}", count)
-        for rule in RULES:
-            rule.add_outcome(row, config, partials)
+        for add_outcome in add_outcomes:
+            add_outcome(row, config, partials)
     for rule in RULES:
         rule.add_values(aggregates, config, partials)
     return partials, events_read, first_seq, last_stamp

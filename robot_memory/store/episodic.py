@@ -261,6 +261,9 @@ class FactWrite:
     values: dict[str, Any]
 
 
+# FactRow's fields in order, its parsed value (left None) after the first three.
+_FACT_COLUMNS = ("id, fact_kind, fact_key, fact_value_json, status, confidence, n_observations, "
+                 "rule_version, last_supporting_event_id, last_updated_ns")
 _EVENT_COLUMNS = ("identity_hash", "seq", "kind", "stamp_ns", "payload_json", "prev_hash",
                   "event_hash")
 
@@ -467,18 +470,21 @@ class Partition:
     # -- semantic facts ---------------------------------------------------------------
     def facts_by_key(self, keys: set[tuple[str, str]], conn: Connection) -> list[FactRow]:
         """Only the facts with these (kind, key): a pass compares what it touched, not
-        the whole table."""
+        the whole table. (Plain DB-API, as _write_states: SQLAlchemy's expanding IN and
+        per-row processing were a tenth of an incremental pass.)"""
         found: list[FactRow] = []
         by_kind: dict[str, list[str]] = {}
         for kind, key in keys:
             by_kind.setdefault(kind, []).append(key)
+        mark = _placeholder(conn)
         for kind, kind_keys in sorted(by_kind.items()):
+            kind_keys.sort()
             for start in range(0, len(kind_keys), 500):  # stay under bind-parameter limits
-                query = select(semantic_facts).where(
-                    semantic_facts.c.identity_hash == self.identity_hash,
-                    semantic_facts.c.fact_kind == kind,
-                    semantic_facts.c.fact_key.in_(sorted(kind_keys)[start:start + 500]))
-                found += [fact_from_row(r) for r in conn.execute(query)]
+                chunk = kind_keys[start:start + 500]
+                found += [FactRow(*row[:3], None, *row[3:]) for row in conn.exec_driver_sql(
+                    f"SELECT {_FACT_COLUMNS} FROM semantic_facts WHERE identity_hash = {mark}"
+                    f" AND fact_kind = {mark} AND fact_key IN ({', '.join([mark] * len(chunk))})",
+                    (self.identity_hash, kind, *chunk))]
         return found
 
     def facts(self, conn: Connection | None = None) -> list[FactRow]:
@@ -495,12 +501,13 @@ class Partition:
                              ) -> dict[str, str]:
         """Stored state JSON of these keys of one fact kind (the keys that have one)."""
         keys, found = sorted(keys), {}
+        mark = _placeholder(conn)
         for start in range(0, len(keys), 500):  # stay under bind-parameter limits
-            found.update(conn.execute(
-                select(consolidation_state.c.fact_key, consolidation_state.c.state_json)
-                .where(consolidation_state.c.identity_hash == self.identity_hash,
-                       consolidation_state.c.fact_kind == kind,
-                       consolidation_state.c.fact_key.in_(keys[start:start + 500]))).all())
+            chunk = keys[start:start + 500]
+            found.update(conn.exec_driver_sql(
+                "SELECT fact_key, state_json FROM consolidation_state WHERE identity_hash = "
+                f"{mark} AND fact_kind = {mark} AND fact_key IN "
+                f"({', '.join([mark] * len(chunk))})", (self.identity_hash, kind, *chunk)).all())
         return found
 
     def all_consolidation_states(self, conn: Connection) -> list[tuple[str, str, str]]:

@@ -39,10 +39,19 @@ def add_counts(buckets: dict[int, list[int]], bucket: int, column: int, count: i
 def note_outcome_row(part: dict[str, Any], success: int, failure_reason: str, bucket: int,
                      count: int, max_id: int, max_stamp: int, config: RulesConfig) -> None:
     """What every rate rule notes for one GROUP BY row: its outcome counts in the time
-    bucket, and the newest event that supports the group."""
-    add_counts(part["buckets"], bucket, column_of(success, failure_reason, config), count)
-    part["last_event_id"] = max(part["last_event_id"], max_id)
-    part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+    bucket, and the newest event that supports the group. (Run for every row of a range
+    by two rules: add_counts, column_of and max() written out here cost a fifth of it.)"""
+    column = SUCCESS if success else (
+        SAFETY_FAILURE if failure_reason in config.safety_failure_reasons else FAILURE)
+    buckets = part["buckets"]
+    row = buckets.get(bucket)
+    if row is None:
+        row = buckets[bucket] = [0, 0, 0]
+    row[column] += count
+    if max_id > part["last_event_id"]:
+        part["last_event_id"] = max_id
+    if max_stamp > part["last_stamp_ns"]:
+        part["last_stamp_ns"] = max_stamp
 
 
 def add_outcome(state: dict[str, Any], record: ExecutionRecord, config: RulesConfig) -> None:

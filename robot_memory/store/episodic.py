@@ -476,7 +476,7 @@ class Partition:
         by_kind: dict[str, list[str]] = {}
         for kind, key in keys:
             by_kind.setdefault(kind, []).append(key)
-        mark = _placeholder(conn)
+        mark = _placeholder(conn)  # below, .all(): one driver fetch, not one per row
         for kind, kind_keys in sorted(by_kind.items()):
             kind_keys.sort()
             for start in range(0, len(kind_keys), 500):  # stay under bind-parameter limits
@@ -484,7 +484,7 @@ class Partition:
                 found += [FactRow(*row[:3], None, *row[3:]) for row in conn.exec_driver_sql(
                     f"SELECT {_FACT_COLUMNS} FROM semantic_facts WHERE identity_hash = {mark}"
                     f" AND fact_kind = {mark} AND fact_key IN ({', '.join([mark] * len(chunk))})",
-                    (self.identity_hash, kind, *chunk))]
+                    (self.identity_hash, kind, *chunk)).all()]
         return found
 
     def facts(self, conn: Connection | None = None) -> list[FactRow]:

@@ -9,6 +9,7 @@ newest bucket only grows, the fold is the same whatever the pass boundaries.
 from __future__ import annotations
 
 import math
+from itertools import compress
 from typing import Any
 
 from robot_memory.consolidation.rules.base import ConsolidationConfigError, RulesConfig
@@ -83,31 +84,52 @@ def _weights(width: float, half_life: float, ages: list[int]) -> list[float]:
         return [table[age] for age in ages]
 
 
+# What a timeline's bucket keys mean for decay and the contradiction test depends only
+# on the keys, the newest bucket and the config. The groups of a pass mostly share them
+# (the same recent hours), so each short combination is worked out once: the weight of
+# every bucket per half-life and which buckets are recent.
+_VIEWS: dict[tuple, tuple[dict[float, list[float]], list[bool], list[bool]]] = {}
+_VIEWS_KEPT = 4096  # combinations kept; the cache starts afresh beyond this
+_VIEW_KEYS_KEPT = 256  # longer timelines are worked out each time (from _WEIGHTS)
+
+
+def _view(keys: tuple[str, ...], newest: int, width: float, window: int,
+          half_lives_s: tuple[float, ...]
+          ) -> tuple[dict[float, list[float]], list[bool], list[bool]]:
+    """(half-life -> weight of each bucket, is-recent mask, is-older mask) of these keys."""
+    cache_key = (keys, newest, width, window, half_lives_s)
+    view = _VIEWS.get(cache_key)
+    if view is None:
+        ages = [newest - int(b) for b in keys]
+        view = ({half_life: _weights(width, half_life, ages) for half_life in half_lives_s},
+                [age < window for age in ages], [age >= window for age in ages])
+        if len(keys) <= _VIEW_KEYS_KEPT:
+            if len(_VIEWS) >= _VIEWS_KEPT:
+                _VIEWS.clear()
+            _VIEWS[cache_key] = view
+    return view
+
+
 def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: RulesConfig
                     ) -> tuple[list[float], list[int], list[int]]:
     """decayed_totals and recent_and_older in one walk over the buckets (list
     comprehensions over columns: a Python loop per bucket and column costs 3x)."""
     timeline = state["timeline"]
     buckets, ancient = timeline["buckets"], timeline["ancient"]
-    newest = timeline["newest"]
     width = config.time_bucket_s
-    ages = [newest - bucket for bucket in map(int, buckets)]  # keys parsed once
+    weights_of, recent_mask, older_mask = _view(
+        tuple(buckets), timeline["newest"], width,
+        max(1, math.ceil(config.recent_window_s / width)), tuple(half_lives_s))
     rows = list(buckets.values())
     columns = list(zip(*rows)) if rows else [()] * len(ancient)
-    totals, weights_of = [], {}
-    for half_life, column in zip(half_lives_s, columns):
-        weights = weights_of.get(half_life)  # columns with one half-life share the weights
-        if weights is None:
-            weights = weights_of[half_life] = _weights(width, half_life, ages)
-        # fsum over exact integer counts times fixed weights: independent of order.
-        totals.append(math.fsum([count * weight for count, weight in zip(column, weights)
-                                 if count]))
-    window = max(1, math.ceil(config.recent_window_s / width))
-    recent_rows = [row for age, row in zip(ages, rows) if age < window]
-    older_rows = [ancient, *(row for age, row in zip(ages, rows) if age >= window)]
+    # fsum over exact integer counts times fixed weights: independent of order.
+    totals = [math.fsum([count * weight for count, weight in zip(column, weights_of[half_life])
+                         if count])
+              for half_life, column in zip(half_lives_s, columns)]
+    recent_rows = list(compress(rows, recent_mask))
     # Integer column sums: exact in any order.
     recent = [sum(c) for c in zip(*recent_rows)] if recent_rows else [0] * len(ancient)
-    return totals, recent, [sum(c) for c in zip(*older_rows)]
+    return totals, recent, [sum(c) for c in zip(ancient, *compress(rows, older_mask))]
 
 
 def decayed_totals(state: dict[str, Any], half_lives_s: list[float],

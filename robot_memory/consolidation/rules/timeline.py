@@ -60,10 +60,6 @@ def _fold_stale(timeline: dict[str, Any], oldest_kept: int) -> None:
     timeline["oldest"] = min(map(int, timeline["buckets"]), default=None)
 
 
-def newest_bucket(state: dict[str, Any]) -> int:
-    return state["timeline"]["newest"]
-
-
 # Decay weights by (bucket width, half-life) and age in buckets: every group of a pass
 # shares the few hundred ages there are, so each weight is computed once per process.
 _WEIGHTS: dict[tuple[float, float], dict[int, float]] = {}

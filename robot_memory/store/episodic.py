@@ -467,6 +467,14 @@ class Partition:
             row = conn.execute(query).first()
         return _event_from_row(row) if row else None
 
+    def _latest_seq(self, kind: str, conn: Connection) -> int:
+        """seq of the newest event of this kind (0 if none), without reading its payload
+        (a run's lists every fact it touched: thousands of keys to decode for one number)."""
+        query = (select(events.c.seq)
+                 .where(events.c.identity_hash == self.identity_hash, events.c.kind == kind)
+                 .order_by(events.c.seq.desc()).limit(1))
+        return conn.execute(query).scalar() or 0
+
     # -- semantic facts ---------------------------------------------------------------
     def facts_by_key(self, keys: set[tuple[str, str]], conn: Connection) -> list[FactRow]:
         """Only the facts with these (kind, key): a pass compares what it touched, not
@@ -527,8 +535,7 @@ class Partition:
         the events (conflicts and the run) are written. Raises ConcurrentPass if a pass
         committed since the one this pass built on (seq expect_run_seq)."""
         with self.store.write() as conn:
-            run = self.latest_event(CONSOLIDATION_RUN, conn=conn)
-            if (run.seq if run else 0) != expect_run_seq:
+            if self._latest_seq(CONSOLIDATION_RUN, conn) != expect_run_seq:
                 raise ConcurrentPass("another consolidation pass committed first; retry")
             if reset:  # archived and logged by the override: derived rows only
                 for table in (semantic_facts, consolidation_state):

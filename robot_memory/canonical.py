@@ -7,6 +7,12 @@ import json
 from typing import Any
 
 
+# One encoder, made once: json.dumps with these options would build a new one per call
+# (a consolidation pass encodes two documents per fact).
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                            allow_nan=False)
+
+
 def canonical_json(value: Any) -> str:
     """Sorted keys, no insignificant whitespace, UTF-8 text, NaN refused.
 
@@ -14,8 +20,7 @@ def canonical_json(value: Any) -> str:
     gives the same bytes. Raises ValueError for NaN or infinity and TypeError for a value
     JSON cannot hold (a set, bytes, an object).
     """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def sha256_hex(text: str) -> str:

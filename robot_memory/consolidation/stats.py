@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from functools import partial
 from itertools import accumulate
 
 import numpy as np
@@ -30,13 +31,24 @@ def multiset_merge(into: Multiset, other: Multiset) -> None:
 def _sorted_items(bag: Multiset) -> list[tuple[float, int]]:
     # Floats compare exactly. 0.0 and -0.0 compare equal: the key text orders them, so the
     # order (and min/max) never depends on which was counted first.
-    return [(value, count) for value, _key, count in
-            sorted((float(k), k, c) for k, c in bag.items() if c > 0)]
+    triples = [(float(k), k, c) for k, c in bag.items() if c > 0]
+    triples.sort()
+    return [(value, count) for value, _key, count in triples]
 
 
 def quantile(bag: Multiset, p: float) -> float:
     """Linear-interpolation quantile (numpy's default), computed exactly."""
     return _quantile(_sorted_items(bag), p)
+
+
+_RATIOS: dict[float, tuple[int, int]] = {}  # p -> its exact ratio (a few distinct p)
+
+
+def _ratio(p: float) -> tuple[int, int]:
+    ratio = _RATIOS.get(p)
+    if ratio is None:
+        ratio = _RATIOS[p] = float(p).as_integer_ratio()  # exact, as Fraction(p)
+    return ratio
 
 
 def _quantiles(items: list[tuple[float, int]], ps: tuple[float, ...]) -> list[float]:
@@ -45,24 +57,28 @@ def _quantiles(items: list[tuple[float, int]], ps: tuple[float, ...]) -> list[fl
     Integer arithmetic on the floats' exact ratios: position p*(n-1) splits into an
     index and a fraction r/d; the result low + (high - low) * r/d is one correctly
     rounded int / int division (what float(Fraction) computes, at a fraction of the cost).
+    items[i] covers positions ends[i-1] .. ends[i]-1.
     """
     if len(items) > NUMPY_FROM:
         ends = np.cumsum(np.fromiter((c for _, c in items), dtype=np.int64, count=len(items)))
+        n = int(ends[-1])
 
-        def at(position: int) -> float:
-            return items[int(np.searchsorted(ends, position, side="right"))][0]
+        def index_of(position: int) -> int:
+            return int(np.searchsorted(ends, position, side="right"))
     else:  # a few distinct values: numpy's call overhead would cost more than the work
-        ends = list(accumulate(c for _, c in items))
-
-        def at(position: int) -> float:
-            return items[bisect_right(ends, position)][0]
-    n = int(ends[-1])  # items[i] covers positions ends[i-1] .. ends[i]-1
+        ends = list(accumulate([c for _, c in items]))
+        n = ends[-1]
+        index_of = partial(bisect_right, ends)
     out = []
     for p in ps:
-        p_num, p_den = float(p).as_integer_ratio()  # exact, as Fraction(p), far cheaper
+        p_num, p_den = _ratio(p)
         low_index, rest = divmod(p_num * (n - 1), p_den)
-        low, high = at(low_index), at(min(low_index + 1, n - 1))
-        if rest == 0 or low == high:
+        low = items[index_of(low_index)][0]
+        if rest == 0:
+            out.append(low)
+            continue
+        high = items[index_of(low_index + 1 if low_index + 1 < n else n - 1)][0]
+        if low == high:
             out.append(low)
             continue
         l_num, l_den = low.as_integer_ratio()

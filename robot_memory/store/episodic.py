@@ -277,6 +277,9 @@ class FactWrite:
     values: dict[str, Any]
 
 
+# FactRow's fields in order, its parsed value (left None) after the first three.
+_FACT_COLUMNS = ("id, fact_kind, fact_key, fact_value_json, status, confidence, n_observations, "
+                 "rule_version, last_supporting_event_id, last_updated_ns")
 _EVENT_COLUMNS = ("identity_hash", "seq", "kind", "stamp_ns", "payload_json", "prev_hash",
                   "event_hash")
 
@@ -487,21 +490,32 @@ class Partition:
             row = conn.execute(query).first()
         return _event_from_row(row) if row else None
 
+    def _latest_seq(self, kind: str, conn: Connection) -> int:
+        """seq of the newest event of this kind (0 if none), without reading its payload
+        (a run's lists every fact it touched: thousands of keys to decode for one number)."""
+        query = (select(events.c.seq)
+                 .where(events.c.identity_hash == self.identity_hash, events.c.kind == kind)
+                 .order_by(events.c.seq.desc()).limit(1))
+        return conn.execute(query).scalar() or 0
+
     # -- semantic facts ---------------------------------------------------------------
     def facts_by_key(self, keys: set[tuple[str, str]], conn: Connection) -> list[FactRow]:
         """Only the facts with these (kind, key): a pass compares what it touched, not
-        the whole table."""
+        the whole table. (Plain DB-API, as _write_states: SQLAlchemy's expanding IN and
+        per-row processing were a tenth of an incremental pass.)"""
         found: list[FactRow] = []
         by_kind: dict[str, list[str]] = {}
         for kind, key in keys:
             by_kind.setdefault(kind, []).append(key)
+        mark = _placeholder(conn)  # below, .all(): one driver fetch, not one per row
         for kind, kind_keys in sorted(by_kind.items()):
+            kind_keys.sort()
             for start in range(0, len(kind_keys), 500):  # stay under bind-parameter limits
-                query = select(semantic_facts).where(
-                    semantic_facts.c.identity_hash == self.identity_hash,
-                    semantic_facts.c.fact_kind == kind,
-                    semantic_facts.c.fact_key.in_(sorted(kind_keys)[start:start + 500]))
-                found += [fact_from_row(r) for r in conn.execute(query)]
+                chunk = kind_keys[start:start + 500]
+                found += [FactRow(*row[:3], None, *row[3:]) for row in conn.exec_driver_sql(
+                    f"SELECT {_FACT_COLUMNS} FROM semantic_facts WHERE identity_hash = {mark}"
+                    f" AND fact_kind = {mark} AND fact_key IN ({', '.join([mark] * len(chunk))})",
+                    (self.identity_hash, kind, *chunk)).all()]
         return found
 
     def facts(self, conn: Connection | None = None) -> list[FactRow]:
@@ -518,12 +532,13 @@ class Partition:
                              ) -> dict[str, str]:
         """Stored state JSON of these keys of one fact kind (the keys that have one)."""
         keys, found = sorted(keys), {}
+        mark = _placeholder(conn)
         for start in range(0, len(keys), 500):  # stay under bind-parameter limits
-            found.update(conn.execute(
-                select(consolidation_state.c.fact_key, consolidation_state.c.state_json)
-                .where(consolidation_state.c.identity_hash == self.identity_hash,
-                       consolidation_state.c.fact_kind == kind,
-                       consolidation_state.c.fact_key.in_(keys[start:start + 500]))).all())
+            chunk = keys[start:start + 500]
+            found.update(conn.exec_driver_sql(
+                "SELECT fact_key, state_json FROM consolidation_state WHERE identity_hash = "
+                f"{mark} AND fact_kind = {mark} AND fact_key IN "
+                f"({', '.join([mark] * len(chunk))})", (self.identity_hash, kind, *chunk)).all())
         return found
 
     def all_consolidation_states(self, conn: Connection) -> list[tuple[str, str, str]]:
@@ -543,8 +558,7 @@ class Partition:
         the events (conflicts and the run) are written. Raises ConcurrentPass if a pass
         committed since the one this pass built on (seq expect_run_seq)."""
         with self.store.write() as conn:
-            run = self.latest_event(CONSOLIDATION_RUN, conn=conn)
-            if (run.seq if run else 0) != expect_run_seq:
+            if self._latest_seq(CONSOLIDATION_RUN, conn) != expect_run_seq:
                 raise ConcurrentPass("another consolidation pass committed first; retry")
             if reset:  # archived and logged by the override: derived rows only
                 for table in (semantic_facts, consolidation_state):

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robot_memory.consolidation import (CONSOLIDATION_RUN, RulesConfig, consolidation_pass,
-                                        facts_snapshot)
+from robot_memory.consolidation import (CONSOLIDATION_RUN, ConcurrentPass, RulesConfig,
+                                        consolidation_pass, facts_snapshot)
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.manifest import load_manifest
 from robot_memory.records import validate_record
@@ -200,3 +200,22 @@ def test_results_committed_during_a_pass_are_read_by_the_next(request, url_fixtu
     assert fact.n_observations == 7
     store.close()
     other_store.close()
+
+
+def test_a_pass_built_on_a_run_that_is_no_longer_the_newest_is_refused(tmp_path):
+    """commit_pass writes only if the newest run is still the one the pass read: a pass
+    that committed in between makes it raise ConcurrentPass and write nothing."""
+    part = MemoryStore(f"sqlite:///{tmp_path / 'memory.db'}").partition(IDENT)
+    part.append_many([result(i) for i in range(5)])
+    assert part.commit_pass(0, False, [], [], []) == []  # no run yet: seq 0 is current
+    first = consolidation_pass(part)
+    first_seq = part.event_by_id(first.run_event_id).seq
+    part.append_many([result(5 + i, success=False, reason="slipped") for i in range(5)])
+    consolidation_pass(part)
+    before = (facts_snapshot(part), part.count_events())
+    with pytest.raises(ConcurrentPass):
+        part.commit_pass(first_seq, False, [("zone_risk", "x", "{}", False)], [],
+                         [NewEvent(CONSOLIDATION_RUN, {"stale": True}, 0)])
+    assert (facts_snapshot(part), part.count_events()) == before
+    with pytest.raises(ConcurrentPass):
+        part.commit_pass(0, False, [], [], [])

@@ -52,8 +52,10 @@ class InteractionPattern:
         part["failures"] += count
         entry["count"] += count
         add_counts(entry["buckets"], bucket, 0, count, width=1)
-        entry["last_event_id"] = max(entry["last_event_id"], max_id)
-        entry["last_stamp_ns"] = max(entry["last_stamp_ns"], max_stamp)
+        if max_id > entry["last_event_id"]:
+            entry["last_event_id"] = max_id
+        if max_stamp > entry["last_stamp_ns"]:
+            entry["last_stamp_ns"] = max_stamp
 
     def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})

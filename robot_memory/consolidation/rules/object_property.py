@@ -59,8 +59,10 @@ class ObjectProperty:
                 part = groups[key] = {"target_class": target, "property": name, "values": {},
                                       "last_event_id": 0, "last_stamp_ns": 0}
             part["values"][value] = part["values"].get(value, 0) + count
-            part["last_event_id"] = max(part["last_event_id"], max_id)
-            part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+            if max_id > part["last_event_id"]:
+                part["last_event_id"] = max_id
+            if max_stamp > part["last_stamp_ns"]:
+                part["last_stamp_ns"] = max_stamp
 
     def merge(self, state: dict[str, Any], partial: dict[str, Any],
               config: RulesConfig) -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 from robot_memory.consolidation.rules.base import RulesConfig, r6
 from robot_memory.consolidation.rules.timeline import (decayed_totals, recent_and_older,
-                                                       timeline_add, timeline_merge)
+                                                       timeline_add, timeline_merge,
+                                                       timeline_totals)
 from robot_memory.consolidation.stats import two_proportion_z, wilson_confidence
 from robot_memory.records import ExecutionRecord
 
@@ -18,13 +19,6 @@ def outcome_column(record: ExecutionRecord, config: RulesConfig) -> int:
     if record.success:
         return SUCCESS
     return SAFETY_FAILURE if record.failure_reason in config.safety_failure_reasons else FAILURE
-
-
-def column_of(success: int, failure_reason: str, config: RulesConfig) -> int:
-    """outcome_column from typed columns (a GROUP BY row)."""
-    if success:
-        return SUCCESS
-    return SAFETY_FAILURE if failure_reason in config.safety_failure_reasons else FAILURE
 
 
 def add_counts(buckets: dict[int, list[int]], bucket: int, column: int, count: int,
@@ -38,29 +32,44 @@ def add_counts(buckets: dict[int, list[int]], bucket: int, column: int, count: i
 def note_outcome_row(part: dict[str, Any], success: int, failure_reason: str, bucket: int,
                      count: int, max_id: int, max_stamp: int, config: RulesConfig) -> None:
     """What every rate rule notes for one GROUP BY row: its outcome counts in the time
-    bucket, and the newest event that supports the group."""
-    add_counts(part["buckets"], bucket, column_of(success, failure_reason, config), count)
-    part["last_event_id"] = max(part["last_event_id"], max_id)
-    part["last_stamp_ns"] = max(part["last_stamp_ns"], max_stamp)
+    bucket, and the newest event that supports the group. Run by two rules for every
+    row of a range, so written out: helper calls and max() cost a fifth more."""
+    column = SUCCESS if success else (
+        SAFETY_FAILURE if failure_reason in config.safety_failure_reasons else FAILURE)
+    buckets = part["buckets"]
+    row = buckets.get(bucket)
+    if row is None:
+        row = buckets[bucket] = [0, 0, 0]
+    row[column] += count
+    if max_id > part["last_event_id"]:
+        part["last_event_id"] = max_id
+    if max_stamp > part["last_stamp_ns"]:
+        part["last_stamp_ns"] = max_stamp
 
 
 def add_outcome(state: dict[str, Any], record: ExecutionRecord, config: RulesConfig) -> None:
     timeline_add(state, record.stamp_ns, outcome_column(record, config), 3, config)
 
 
+def _weighted(totals: list[float]) -> dict[str, float]:
+    successes, failures, safety = totals
+    return {"n": successes + failures + safety, "successes": successes,
+            "failures": failures + safety}
+
+
+def _half_lives(config: RulesConfig) -> list[float]:
+    """Successes and ordinary failures fade with half_life_s, safety failures with the
+    longer safety_half_life_s."""
+    return [config.half_life_s, config.half_life_s, config.safety_half_life_s]
+
+
 def weighted_outcomes(state: dict[str, Any], config: RulesConfig) -> dict[str, float]:
-    """Decay-weighted counts: successes and ordinary failures fade with half_life_s,
-    safety failures with the longer safety_half_life_s."""
-    successes, failures, safety = decayed_totals(
-        state, [config.half_life_s, config.half_life_s, config.safety_half_life_s], config)
-    n = successes + failures + safety
-    return {"n": n, "successes": successes, "failures": failures + safety}
+    """Decay-weighted counts (see _half_lives)."""
+    return _weighted(decayed_totals(state, _half_lives(config), config))
 
 
-def contradiction(state: dict[str, Any], config: RulesConfig) -> dict[str, Any]:
-    """Does the recent success rate disagree with the older one? Two-proportion z test on
-    raw counts of the recent window vs. everything before it (documented in README)."""
-    recent, older = recent_and_older(state, config)
+def _contradiction(recent: list[int], older: list[int], config: RulesConfig
+                   ) -> dict[str, Any]:
     n_recent, n_older = sum(recent), sum(older)
     z = two_proportion_z(recent[SUCCESS], n_recent, older[SUCCESS], n_older)
     enough = min(n_recent, n_older) >= config.contest_min_observations
@@ -69,13 +78,30 @@ def contradiction(state: dict[str, Any], config: RulesConfig) -> dict[str, Any]:
             "z": r6(z), "contested": enough and abs(z) >= config.contest_z}
 
 
-def rate_block(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, Any], float]:
-    """The decay-weighted view of a rate and its confidence."""
-    weighted = weighted_outcomes(state, config)
+def contradiction(state: dict[str, Any], config: RulesConfig) -> dict[str, Any]:
+    """Does the recent success rate disagree with the older one? Two-proportion z test on
+    raw counts of the recent window vs. everything before it (documented in README)."""
+    return _contradiction(*recent_and_older(state, config), config)
+
+
+def _rate_block(weighted: dict[str, float]) -> tuple[dict[str, Any], float]:
     confidence = wilson_confidence(weighted["successes"], weighted["n"])
     block = {"n": r6(weighted["n"]), "successes": r6(weighted["successes"]),
              "rate": r6(weighted["successes"] / weighted["n"]) if weighted["n"] else 0.0}
     return block, confidence
+
+
+def rate_block(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, Any], float]:
+    """The decay-weighted view of a rate and its confidence."""
+    return _rate_block(weighted_outcomes(state, config))
+
+
+def rate_view(state: dict[str, Any], config: RulesConfig
+              ) -> tuple[dict[str, Any], float, dict[str, Any]]:
+    """rate_block and contradiction from one walk over the timeline (what render needs)."""
+    totals, recent, older = timeline_totals(state, _half_lives(config), config)
+    block, confidence = _rate_block(_weighted(totals))
+    return block, confidence, _contradiction(recent, older, config)
 
 
 def merge_outcomes(state: dict[str, Any], partial: dict[str, Any], config: RulesConfig) -> None:

@@ -9,9 +9,8 @@ from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTE
                                                    RenderedFact, RulesConfig, count_into,
                                                    fact_key, max_support, note_support,
                                                    promoted_status)
-from robot_memory.consolidation.rules.outcomes import (add_outcome, contradiction,
-                                                       merge_outcomes, note_outcome_row,
-                                                       rate_block)
+from robot_memory.consolidation.rules.outcomes import (add_outcome, merge_outcomes,
+                                                       note_outcome_row, rate_view)
 from robot_memory.consolidation.stats import (band, most_common, multiset_add, multiset_merge,
                                               shrunk_rate)
 from robot_memory.records import ExecutionRecord
@@ -91,8 +90,7 @@ class SkillSuccessRate:
 
     def render(self, key: str, state: dict[str, Any], config: RulesConfig) -> list[RenderedFact]:
         n, successes = state["n"], state["successes"]
-        weighted, confidence = rate_block(state, config)
-        conflict = contradiction(state, config)
+        weighted, confidence, conflict = rate_view(state, config)
         value = {
             "skill_id": state["skill_id"], "target_class": state["target_class"],
             "environment": state["environment"], "n": n, "successes": successes,

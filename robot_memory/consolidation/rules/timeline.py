@@ -9,6 +9,7 @@ newest bucket only grows, the fold is the same whatever the pass boundaries.
 from __future__ import annotations
 
 import math
+from itertools import compress
 from typing import Any
 
 from robot_memory.consolidation.rules.base import ConsolidationConfigError, RulesConfig
@@ -59,43 +60,85 @@ def _fold_stale(timeline: dict[str, Any], oldest_kept: int) -> None:
     timeline["oldest"] = min(map(int, timeline["buckets"]), default=None)
 
 
-def newest_bucket(state: dict[str, Any]) -> int:
-    return state["timeline"]["newest"]
+# Decay weights by (bucket width, half-life) and age in buckets: every group of a pass
+# shares the few hundred ages there are, so each weight is computed once per process.
+_WEIGHTS: dict[tuple[float, float], dict[int, float]] = {}
+_WEIGHTS_KEPT = 1 << 16  # ages per table; a table is started afresh beyond this
+
+
+def _weights(width: float, half_life: float, ages: list[int]) -> list[float]:
+    """2^(-age * width / half_life) for each age, from the table when known."""
+    table = _WEIGHTS.get((width, half_life))
+    if table is None or len(table) > _WEIGHTS_KEPT:
+        table = _WEIGHTS[(width, half_life)] = {}
+    try:
+        return [table[age] for age in ages]
+    except KeyError:
+        for age in ages:
+            if age not in table:
+                table[age] = 2.0 ** (-age * width / half_life)
+        return [table[age] for age in ages]
+
+
+# What a timeline's bucket keys mean for decay and the contradiction test depends only
+# on the keys, the newest bucket and the config. The groups of a pass mostly share them
+# (the same recent hours), so each short combination is worked out once: the weight of
+# every bucket per half-life and which buckets are recent.
+_VIEWS: dict[tuple, tuple[dict[float, list[float]], list[bool], list[bool]]] = {}
+_VIEWS_KEPT = 4096  # combinations kept; the cache starts afresh beyond this
+_VIEW_KEYS_KEPT = 256  # longer timelines are worked out each time (from _WEIGHTS)
+
+
+def _view(keys: tuple[str, ...], newest: int, width: float, window: int,
+          half_lives_s: tuple[float, ...]
+          ) -> tuple[dict[float, list[float]], list[bool], list[bool]]:
+    """(half-life -> weight of each bucket, is-recent mask, is-older mask) of these keys."""
+    cache_key = (keys, newest, width, window, half_lives_s)
+    view = _VIEWS.get(cache_key)
+    if view is None:
+        ages = [newest - int(b) for b in keys]
+        view = ({half_life: _weights(width, half_life, ages) for half_life in half_lives_s},
+                [age < window for age in ages], [age >= window for age in ages])
+        if len(keys) <= _VIEW_KEYS_KEPT:
+            if len(_VIEWS) >= _VIEWS_KEPT:
+                _VIEWS.clear()
+            _VIEWS[cache_key] = view
+    return view
+
+
+def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: RulesConfig
+                    ) -> tuple[list[float], list[int], list[int]]:
+    """decayed_totals and recent_and_older in one walk over the buckets (list
+    comprehensions over columns: a Python loop per bucket and column costs 3x)."""
+    timeline = state["timeline"]
+    buckets, ancient = timeline["buckets"], timeline["ancient"]
+    width = config.time_bucket_s
+    weights_of, recent_mask, older_mask = _view(
+        tuple(buckets), timeline["newest"], width,
+        max(1, math.ceil(config.recent_window_s / width)), tuple(half_lives_s))
+    rows = list(buckets.values())
+    columns = list(zip(*rows)) if rows else [()] * len(ancient)
+    # fsum over exact integer counts times fixed weights: independent of order.
+    totals = [math.fsum([count * weight for count, weight in zip(column, weights_of[half_life])
+                         if count])
+              for half_life, column in zip(half_lives_s, columns)]
+    recent_rows = list(compress(rows, recent_mask))
+    # Integer column sums: exact in any order.
+    recent = [sum(c) for c in zip(*recent_rows)] if recent_rows else [0] * len(ancient)
+    return totals, recent, [sum(c) for c in zip(ancient, *compress(rows, older_mask))]
 
 
 def decayed_totals(state: dict[str, Any], half_lives_s: list[float],
                    config: RulesConfig) -> list[float]:
     """Sum of each column weighted by 2^(-age / half_life), age in event time from the
     newest bucket. fsum over exact integer counts: independent of order."""
-    newest = newest_bucket(state)
-    width = config.time_bucket_s
-    ages, rows = [], []
-    for b, row in state["timeline"]["buckets"].items():  # keys parsed once, not per column
-        ages.append(newest - int(b))
-        rows.append(row)
-    totals, weights_of = [], {}
-    for column, half_life in enumerate(half_lives_s):
-        weights = weights_of.get(half_life)  # columns with one half-life share the weights
-        if weights is None:
-            weights = weights_of[half_life] = [2.0 ** (-age * width / half_life)
-                                               for age in ages]
-        totals.append(math.fsum([row[column] * weight for row, weight in zip(rows, weights)
-                                 if row[column]]))
-    return totals
+    return timeline_totals(state, half_lives_s, config)[0]
 
 
 def recent_and_older(state: dict[str, Any], config: RulesConfig) -> tuple[list[int], list[int]]:
     """Raw counts per column inside the recent window and before it (ancient included)."""
-    timeline = state["timeline"]
-    newest = newest_bucket(state)
-    window = max(1, math.ceil(config.recent_window_s / config.time_bucket_s))
-    recent_rows, older_rows = [], [timeline["ancient"]]
-    for b, row in timeline["buckets"].items():
-        (recent_rows if int(b) > newest - window else older_rows).append(row)
-    width = len(timeline["ancient"])
-    # Integer column sums: exact in any order.
-    recent = [sum(column) for column in zip(*recent_rows)] if recent_rows else [0] * width
-    return recent, [sum(column) for column in zip(*older_rows)]
+    _, recent, older = timeline_totals(state, [], config)
+    return recent, older
 
 
 def timeline_merge(state: dict[str, Any], counts: dict[int, list[int]], width: int,

@@ -9,9 +9,8 @@ from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTE
                                                    RenderedFact, RulesConfig, SkipRecord,
                                                    count_into, fact_key, max_support,
                                                    note_support, promoted_status, r6)
-from robot_memory.consolidation.rules.outcomes import (add_outcome, contradiction,
-                                                       merge_outcomes, note_outcome_row,
-                                                       rate_block)
+from robot_memory.consolidation.rules.outcomes import (add_outcome, merge_outcomes,
+                                                       note_outcome_row, rate_view)
 from robot_memory.consolidation.stats import most_common
 from robot_memory.records import ExecutionRecord
 
@@ -91,8 +90,7 @@ class ZoneRisk:
 
     def render(self, key: str, state: dict[str, Any], config: RulesConfig) -> list[RenderedFact]:
         n, incidents = state["n"], state["incidents"]
-        weighted, confidence = rate_block(state, config)
-        conflict = contradiction(state, config)
+        weighted, confidence, conflict = rate_view(state, config)
         value = {"scope": state["scope"], state["scope"]: state["name"], "n": n,
                  "incidents": incidents, "safety_incidents": state["safety_incidents"],
                  "failure_rate": incidents / n,

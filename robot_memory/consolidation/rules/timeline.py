@@ -85,7 +85,7 @@ def _weights(width: float, half_life: float, ages: list[int]) -> list[float]:
 # (the same recent hours), so each short combination is worked out once: the weight of
 # every bucket per half-life and which buckets are recent.
 _VIEWS: dict[tuple, tuple[dict[float, list[float]], list[bool], list[bool]]] = {}
-_VIEWS_KEPT = 4096  # combinations kept; the cache starts afresh beyond this
+_VIEWS_KEPT = 512  # combinations kept (a few KB each); the cache starts afresh beyond this
 _VIEW_KEYS_KEPT = 256  # longer timelines are worked out each time (from _WEIGHTS)
 
 

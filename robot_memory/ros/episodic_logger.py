@@ -28,7 +28,7 @@ from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteFailed
 from robot_memory.msg import ExecutionResult
 from robot_memory.records import InvalidRecord
-from robot_memory.ros.conversions import result_fields
+from robot_memory.ros.conversions import result_fields, serialized_result_fields
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
@@ -95,9 +95,11 @@ class EpisodicLogger(ManagedMemoryNode):
         for topic in self.topics:
             events = SubscriptionEventCallbacks(message_lost=self.on_message_lost,
                                                 use_default_callbacks=False)
+            # Taken as bytes (raw): the fields are read from them, no message object.
             subscription = self.create_subscription(
-                ExecutionResult, topic, lambda msg, t=topic: self.on_execution_result(msg, t),
-                qos, callback_group=self._taken_by_timer, event_callbacks=events)
+                ExecutionResult, topic,
+                lambda data, t=topic: self.on_execution_result(data, t), qos,
+                callback_group=self._taken_by_timer, event_callbacks=events, raw=True)
             self._lost_events[topic] = subscription.event_handlers
             self._result_subscriptions[topic] = subscription
             self.active_entities.append(subscription)
@@ -125,10 +127,11 @@ class EpisodicLogger(ManagedMemoryNode):
             store.close()
 
     # -- intake -----------------------------------------------------------------------
-    def _take(self, ingest: Ingest, msg: ExecutionResult, source: str):
-        """Validate one result, or raise Refused (counted by the ingest, logged here)."""
+    def _take(self, ingest: Ingest, fields_of, source: str):
+        """Validate one result (its fields from fields_of()), or raise Refused (counted by
+        the ingest, logged here)."""
         try:
-            data = result_fields(msg)
+            data = fields_of()
             if not data["stamp_ns"]:  # not stamped by the skill: our receive time
                 data["stamp_ns"] = self.get_clock().now().nanoseconds
             return ingest.take(data, source)
@@ -152,7 +155,7 @@ class EpisodicLogger(ManagedMemoryNode):
         for topic, subscription in list(self._result_subscriptions.items()):
             with subscription.handle:
                 for _ in range(TAKE_AT_MOST):
-                    taken = subscription.handle.take_message(subscription.msg_type, False)
+                    taken = subscription.handle.take_message(subscription.msg_type, True)
                     if taken is None:
                         break
                     self.on_execution_result(taken[0], topic)
@@ -162,12 +165,13 @@ class EpisodicLogger(ManagedMemoryNode):
                 if info is not None and info.total_count_change > 0:
                     self.on_message_lost(info)
 
-    def on_execution_result(self, msg: ExecutionResult, topic: str) -> None:
+    def on_execution_result(self, data: bytes, topic: str) -> None:
+        """One result taken from a topic, serialized."""
         ingest = self.ingest
         if ingest is None:
             return
         try:
-            record = self._take(ingest, msg, topic)
+            record = self._take(ingest, lambda: serialized_result_fields(data), topic)
         except Refused:
             return
         if not ingest.submit(record):
@@ -194,7 +198,7 @@ class EpisodicLogger(ManagedMemoryNode):
             response.reason = f"inactive: {self.inactive_reason}"
             return response
         try:
-            record = self._take(ingest, request.result, "record_event")
+            record = self._take(ingest, lambda: result_fields(request.result), "record_event")
         except Refused as refused:
             response.reason_code, response.reason = refused.code, refused.detail
             return response

@@ -177,7 +177,7 @@ def _plainly_valid(data: dict[str, Any]) -> bool:
     given, each of exactly its type and within its bounds. Anything else (which may still
     be valid, e.g. fields left to their defaults) goes through pydantic, which alone says
     what is wrong: a subset of what it accepts, so acceptance and errors stay its own."""
-    if data.keys() != _FIELDS:
+    if type(data) is not dict or data.keys() != _FIELDS:
         return False
     get = data.__getitem__
     stamp_ns, skill_id, duration_s = get("stamp_ns"), get("skill_id"), get("duration_s")

@@ -179,9 +179,9 @@ class EpisodicLogger(ManagedMemoryNode):
 
     def take_arrived(self) -> None:
         """One round of the intake thread: take every result that has arrived, topic by
-        topic, and any message-lost report. Those event handlers are polled here too: in the executor's
-        wait set, every arriving message woke it (the subscription's DDS listener
-        signals them), which cost about as much as taking the message."""
+        topic, and any message-lost report. Those event handlers are polled here too: in
+        the executor's wait set, every arriving message woke it (the subscription's DDS
+        listener signals them), which cost about as much as taking the message."""
         for topic, subscription in list(self._result_subscriptions.items()):
             with subscription.handle:
                 for _ in range(TAKE_AT_MOST):

@@ -48,7 +48,8 @@ def test_duplicate_keys_are_refused():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from robot_memory.records import MAX_NOTES, MAX_TEXT, MAX_VALUES, validate_record_fully  # noqa: E402
+from robot_memory.records import (MAX_NOTES, MAX_TEXT, MAX_VALUES,  # noqa: E402
+                                  validate_record_fully)
 
 # Values at and around every bound and type the fast path checks.
 _texts = st.one_of(st.text(max_size=4), st.text(min_size=MAX_TEXT - 1, max_size=MAX_TEXT + 1),

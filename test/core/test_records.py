@@ -1,8 +1,11 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from robot_memory.records import InvalidRecord, pairs_to_dict, validate_record
+from robot_memory.records import (MAX_NOTES, MAX_TEXT, MAX_VALUES, InvalidRecord, pairs_to_dict,
+                                  validate_record, validate_record_fully)
 
 GOOD = {"stamp_ns": 5, "skill_id": "manipulation.grasp", "target_class": "glass_cup",
         "parameters": {"force_n": 25.0}, "success": True}
@@ -44,12 +47,6 @@ def test_duplicate_keys_are_refused():
 
 
 # -- the fast path of validate_record against pydantic's validation ---------------------
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from robot_memory.records import (MAX_NOTES, MAX_TEXT, MAX_VALUES,  # noqa: E402
-                                  validate_record_fully)
 
 # Values at and around every bound and type the fast path checks.
 _texts = st.one_of(st.text(max_size=4), st.text(min_size=MAX_TEXT - 1, max_size=MAX_TEXT + 1),

@@ -223,7 +223,8 @@ def import_bag(partition: Partition, path: Path, *, topics: list[str] | None = N
                         "source": f"bag {path.name} {raw.topic}", "field": exc.field,
                         "category": exc.reason[len(PRIVACY_PREFIX):]}, raw.log_time_ns))
                 continue
-            results.append(NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns))
+            results.append(NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns,
+                                    as_decoded=True))
     finally:
         bar.close()
     report.damage = contents.damage

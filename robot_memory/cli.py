@@ -88,7 +88,8 @@ def cmd_ingest(args) -> int:
                 bad += 1
                 print(f"{args.jsonl}:{number}: rejected: {exc}", file=sys.stderr)
                 continue
-            good.append(NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns))
+            good.append(NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns,
+                                 as_decoded=True))
     for start in range(0, len(good), 5000):
         partition.append_many(good[start:start + 5000])
     print(f"ingested {len(good)} execution results, rejected {bad} lines "

@@ -135,7 +135,7 @@ class Ingest:
     def submit(self, record: ExecutionRecord) -> bool:
         """Queue a record from a topic; False (counted as backlog_full) when the queue
         already holds `max_pending` unwritten events."""
-        event = NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns)
+        event = NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns, as_decoded=True)
         with self._cond:
             if self.pending >= self.max_pending:
                 self.rejected["backlog_full"] += 1
@@ -148,7 +148,7 @@ class Ingest:
         """Queue an acknowledged write; the future gives its StoredEvent once committed
         (after everything queued before it), or raises StoreWriteFailed."""
         ack: Future = Future()
-        event = NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns)
+        event = NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns, as_decoded=True)
         with self._cond:
             if self._stopping:
                 ack.set_exception(StoreWriteFailed("the writer is closed"))

@@ -105,25 +105,30 @@ class Finding:
     category: str
 
 
-def _texts(data: dict) -> list[tuple[str, str]]:
-    """Every string an execution result carries, with where it is (keys included)."""
-    found = []
-    for name, value in data.items():
-        if isinstance(value, str):
-            found.append((name, value))
-        elif isinstance(value, dict):
-            found += [(f"{name} key", str(key)) for key in value]
-    return found
-
-
 def find_sensitive(data: dict) -> Finding | None:
     """The first field that looks like a secret or personal data, or None. Reads only
     strings (keys included) and never raises for well-formed input; callers turn a
     finding into InvalidRecord (`privacy_<category>`)."""
-    for field, text in _texts(data):
-        if not text or not _may_be_sensitive(text):
-            continue
-        for category, pattern in PATTERNS.items():
-            if pattern.search(text):
-                return Finding(field, category)
+    # Fields in order, keys of a mapping after its name; no list of texts is built: this
+    # runs on every result.
+    for name, value in data.items():
+        if isinstance(value, str):
+            if value and _may_be_sensitive(value):
+                category = _category(value)
+                if category is not None:
+                    return Finding(name, category)
+        elif isinstance(value, dict):
+            for key in value:
+                text = str(key)
+                if text and _may_be_sensitive(text):
+                    category = _category(text)
+                    if category is not None:
+                        return Finding(f"{name} key", category)
+    return None
+
+
+def _category(text: str) -> str | None:
+    for category, pattern in PATTERNS.items():
+        if pattern.search(text):
+            return category
     return None

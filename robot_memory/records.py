@@ -80,8 +80,13 @@ class ExecutionRecord(BaseModel):
         return _check_values("observation", value)
 
     def payload(self) -> dict[str, Any]:
-        """What the store keeps (the stamp has its own column)."""
-        return self.model_dump(exclude={"stamp_ns"})
+        """What the store keeps (the stamp has its own column): model_dump without the
+        stamp, built directly (it runs for every stored result)."""
+        payload = dict(self.__dict__)
+        del payload["stamp_ns"]
+        payload["parameters"] = dict(payload["parameters"])
+        payload["observations"] = dict(payload["observations"])
+        return payload
 
 
 def _reason_code(field: str, err_type: str, message: str) -> str:
@@ -115,12 +120,21 @@ def validate_record(data: dict[str, Any]) -> ExecutionRecord:
     """Build a record from plain data, or raise InvalidRecord for the first bad field.
     Secrets and personal data are refused here too (reason privacy_<category>); the
     detail names the field and the category, never the value."""
+    if _plainly_valid(data):  # what every well-behaved producer sends, checked cheaply
+        finding = find_sensitive(data)
+        if finding is None:
+            return _record_of_checked(data)
+        raise _privacy_refusal(finding)
+    return validate_record_fully(data)
+
+
+def validate_record_fully(data: dict[str, Any]) -> ExecutionRecord:
+    """`validate_record` through pydantic for every input (the reference its fast path is
+    tested against; it alone words the errors)."""
     _check_finite(data)
     finding = find_sensitive(data)
     if finding is not None:
-        raise InvalidRecord(finding.field, f"privacy_{finding.category}",
-                            f"looks like {finding.category.replace('_', ' ')}; refused at the "
-                            "privacy boundary")
+        raise _privacy_refusal(finding)
     try:
         return ExecutionRecord.model_validate(data)
     except ValidationError as exc:
@@ -131,7 +145,67 @@ def validate_record(data: dict[str, Any]) -> ExecutionRecord:
                                                 err["type"], message), message) from exc
 
 
+def _privacy_refusal(finding) -> InvalidRecord:
+    return InvalidRecord(finding.field, f"privacy_{finding.category}",
+                         f"looks like {finding.category.replace('_', ' ')}; refused at the "
+                         "privacy boundary")
+
+
+_FIELD_ORDER = tuple(ExecutionRecord.model_fields)
+_FIELDS = frozenset(_FIELD_ORDER)
+_isfinite = math.isfinite
+_new, _set = object.__new__, object.__setattr__
+
+
+def _record_of_checked(data: dict[str, Any]) -> ExecutionRecord:
+    """The record pydantic's validation makes of data `_plainly_valid` accepted (equal to
+    it, the mappings copied), built as model_construct does it, without its per-field
+    bookkeeping (as costly as the validation itself)."""
+    values = {name: data[name] for name in _FIELD_ORDER}
+    values["parameters"] = dict(values["parameters"])
+    values["observations"] = dict(values["observations"])
+    record = _new(ExecutionRecord)
+    _set(record, "__dict__", values)
+    _set(record, "__pydantic_fields_set__", set(_FIELD_ORDER))
+    _set(record, "__pydantic_extra__", None)
+    _set(record, "__pydantic_private__", None)
+    return record
+
+
+def _plainly_valid(data: dict[str, Any]) -> bool:
+    """True only for data that ExecutionRecord's validation accepts unchanged: every field
+    given, each of exactly its type and within its bounds. Anything else (which may still
+    be valid, e.g. fields left to their defaults) goes through pydantic, which alone says
+    what is wrong: a subset of what it accepts, so acceptance and errors stay its own."""
+    if type(data) is not dict or data.keys() != _FIELDS:
+        return False
+    get = data.__getitem__
+    stamp_ns, skill_id, duration_s = get("stamp_ns"), get("skill_id"), get("duration_s")
+    if not (type(stamp_ns) is int and stamp_ns >= 0 and type(skill_id) is str
+            and 0 < len(skill_id) <= MAX_TEXT and _NAME.match(skill_id)
+            and type(get("success")) is bool and type(duration_s) is float
+            and _isfinite(duration_s) and duration_s >= 0.0):
+        return False
+    for name in _SHORT_TEXTS:
+        text = get(name)
+        if type(text) is not str or len(text) > MAX_TEXT:
+            return False
+    notes = get("notes")
+    if type(notes) is not str or len(notes) > MAX_NOTES:
+        return False
+    for name in ("parameters", "observations"):
+        values = get(name)
+        if type(values) is not dict or len(values) > MAX_VALUES:
+            return False
+        for key, value in values.items():
+            if not (type(key) is str and _NAME.match(key) and type(value) is float
+                    and _isfinite(value)):
+                return False
+    return True
+
+
 _TEXT_FIELDS = ("target_class", "environment", "zone", "failure_reason", "intent_id", "notes")
+_SHORT_TEXTS = _TEXT_FIELDS[:-1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,11 @@ from typing import Any
 from builtin_interfaces.msg import Time
 
 from robot_memory.grounding import GroundingRequest
+from rclpy.serialization import deserialize_message
+
 from robot_memory.msg import ExecutionResult, KeyValue, SemanticFact
 from robot_memory.records import ExecutionRecord, message_fields, record_from_message
+from robot_memory.result_cdr import result_fields_from_cdr
 from robot_memory.store.episodic import FactRow
 
 
@@ -25,8 +28,18 @@ def record_from_msg(msg: ExecutionResult, fallback_stamp_ns: int) -> ExecutionRe
     return record_from_message(msg, fallback_stamp_ns)
 
 
-# The logger validates on its writer thread: it takes only the plain fields here.
+# The fields of a result (a message object) as plain data for validation.
 result_fields = message_fields
+
+
+def serialized_result_fields(data: bytes) -> dict[str, Any]:
+    """`result_fields` of a serialized ExecutionResult, read from the bytes (much cheaper
+    than building the message object); what that reader does not handle (another
+    encoding) goes through rclpy's deserialization instead."""
+    fields = result_fields_from_cdr(data)
+    if fields is None:
+        fields = message_fields(deserialize_message(data, ExecutionResult))
+    return fields
 
 
 def record_to_msg(record: ExecutionRecord) -> ExecutionResult:

@@ -71,6 +71,10 @@ class NewEvent:
     kind: str
     payload: dict[str, Any]
     stamp_ns: int
+    # True when the payload is already what decoding its canonical JSON gives back (str
+    # keys; str, bool, int, float, dict and list values only, as ExecutionRecord.payload()
+    # makes): the append then skips decoding the stored bytes again.
+    as_decoded: bool = False
 
 
 @dataclass(frozen=True)
@@ -304,38 +308,41 @@ class Partition:
     def append_in(self, conn: Connection, new_events: Iterable[NewEvent]) -> list[StoredEvent]:
         """Append inside a caller's write transaction (so facts and the run event commit together)."""
         seq, prev = self._lock_head(conn)
-        rows = []
+        first_seq, ident = seq + 1, self.identity_hash
+        rows, kept = [], []
         for item in new_events:
             seq += 1
             payload_json = canonical_json(item.payload)
-            digest = _digest_of_canonical(prev, self.identity_hash, seq, item.kind,
-                                          item.stamp_ns, payload_json)
-            rows.append({"identity_hash": self.identity_hash, "seq": seq, "kind": item.kind,
-                         "stamp_ns": int(item.stamp_ns), "payload_json": payload_json,
-                         "prev_hash": prev, "event_hash": digest})
+            digest = _digest_of_canonical(prev, ident, seq, item.kind, item.stamp_ns,
+                                          payload_json)
+            rows.append((ident, seq, item.kind, int(item.stamp_ns), payload_json, prev, digest))
+            # Decoded once from the stored bytes (unless it is that already): the facets
+            # and the returned events read it.
+            kept.append(item.payload if item.as_decoded else json.loads(payload_json))
             prev = digest
         if not rows:
             return []
-        insert_rows(conn, events, _EVENT_COLUMNS,
-                    [tuple(row[name] for name in _EVENT_COLUMNS) for row in rows])
-        conn.execute(update(chain_heads).where(chain_heads.c.identity_hash == self.identity_hash)
-                     .values(seq=seq, event_hash=prev))
-        ids = dict(conn.execute(select(events.c.seq, events.c.id).where(
-            events.c.identity_hash == self.identity_hash,
-            events.c.seq >= rows[0]["seq"])).all())
-        # Decoded once from the stored bytes: the facets and the returned events read it.
-        payloads = [json.loads(r["payload_json"]) for r in rows]
-        insert_facets(conn, [(ids[r["seq"]], r["seq"], r["stamp_ns"], payload)
-                             for r, payload in zip(rows, payloads)
-                             if r["kind"] == EXECUTION_RESULT], self._combos)
-        return [StoredEvent(ids[r["seq"]], r["seq"], r["kind"], r["stamp_ns"],
-                            payload, r["prev_hash"], r["event_hash"])
-                for r, payload in zip(rows, payloads)]
+        insert_rows(conn, events, _EVENT_COLUMNS, rows)
+        mark = _placeholder(conn)
+        # Plain driver statements: the same few per batch, without SQLAlchemy's per-call
+        # statement building (a good part of a small batch's cost).
+        conn.exec_driver_sql(f"UPDATE chain_heads SET seq = {mark}, event_hash = {mark} "
+                             f"WHERE identity_hash = {mark}", (seq, prev, ident))
+        ids = dict(conn.exec_driver_sql(
+            f"SELECT seq, id FROM events WHERE identity_hash = {mark} AND seq >= {mark}",
+            (ident, first_seq)).all())
+        insert_facets(conn, [(ids[row[1]], row[1], row[3], payload)
+                             for row, payload in zip(rows, kept)
+                             if row[2] == EXECUTION_RESULT], self._combos)
+        return [StoredEvent(ids[row[1]], row[1], row[2], row[3], payload, row[5], row[6])
+                for row, payload in zip(rows, kept)]
 
     def _lock_head(self, conn: Connection) -> tuple[int, str]:
-        query = (select(chain_heads.c.seq, chain_heads.c.event_hash)
-                 .where(chain_heads.c.identity_hash == self.identity_hash).with_for_update())
-        head = conn.execute(query).first()
+        mark = _placeholder(conn)
+        lock = " FOR UPDATE" if conn.dialect.name == "postgresql" else ""
+        query = (f"SELECT seq, event_hash FROM chain_heads WHERE identity_hash = {mark}{lock}",
+                 (self.identity_hash,))
+        head = conn.exec_driver_sql(*query).first()
         if head is None:
             values = dict(identity_hash=self.identity_hash, seq=0, event_hash=GENESIS_HASH)
             if conn.dialect.name == "postgresql":
@@ -344,8 +351,8 @@ class Partition:
                              .on_conflict_do_nothing(index_elements=["identity_hash"]))
             else:  # SQLite's write transaction already holds the whole database
                 conn.execute(insert(chain_heads).values(**values))
-            head = conn.execute(query).first()
-        return head.seq, head.event_hash
+            head = conn.exec_driver_sql(*query).first()
+        return head[0], head[1]
 
     def head(self, conn: Connection | None = None) -> tuple[int, str]:
         """(seq, hash) of the newest event. Pass the caller's read transaction to get the

@@ -5,8 +5,9 @@ schema-2 migration), so that no pass decodes JSON."""
 from __future__ import annotations
 
 import json
+import math
 
-from sqlalchemy import Connection, insert, select, text
+from sqlalchemy import Connection, select, text
 
 from robot_memory.records import InvalidRecord, record_from_payload
 from robot_memory.store.bulk import insert_rows
@@ -24,15 +25,39 @@ def facets_of(payload_json: str, stamp_ns: int) -> tuple[Combo, list[tuple[int, 
 
 def facets_of_payload(payload: dict, stamp_ns: int) -> tuple[Combo, list[tuple[int, str, str]]]:
     """`facets_of` for a payload already decoded from the stored canonical bytes."""
-    try:
-        record = record_from_payload(payload, stamp_ns)
-    except InvalidRecord as exc:
-        return ("", "", "", "", 0, "", 0, exc.reason), []
-    combo = (record.skill_id, record.target_class, record.environment, record.zone,
-             int(record.success), record.failure_reason, int(bool(record.observations)), "")
-    values = [(PARAMETER, name, repr(float(v))) for name, v in record.parameters.items()]
-    values += [(OBSERVATION, name, repr(float(v))) for name, v in record.observations.items()]
+    get = payload.get
+    skill_id, success = get("skill_id"), get("success")
+    texts = [get(name, "") for name in _TEXT_FIELDS]
+    parameters, observations = get("parameters", {}), get("observations", {})
+    # Every appended result, read without building a record (the same checks as
+    # record_from_payload, which decides whatever does not pass them).
+    if (type(skill_id) is str and skill_id and type(success) is bool
+            and all(type(text) is str for text in texts)
+            and type(parameters) is dict and type(observations) is dict
+            and _finite_numbers(parameters) and _finite_numbers(observations)):
+        target_class, environment, zone, failure_reason = texts[:4]
+    else:
+        try:
+            record = record_from_payload(payload, stamp_ns)
+        except InvalidRecord as exc:
+            return ("", "", "", "", 0, "", 0, exc.reason), []
+        skill_id, success, parameters, observations = (record.skill_id, record.success,
+                                                       record.parameters, record.observations)
+        target_class, environment, zone, failure_reason = (
+            record.target_class, record.environment, record.zone, record.failure_reason)
+    combo = (skill_id, target_class, environment, zone, int(success), failure_reason,
+             int(bool(observations)), "")
+    values = [(PARAMETER, name, repr(float(v))) for name, v in parameters.items()]
+    values += [(OBSERVATION, name, repr(float(v))) for name, v in observations.items()]
     return combo, values
+
+
+_TEXT_FIELDS = ("target_class", "environment", "zone", "failure_reason", "intent_id", "notes")
+_NUMBER_TYPES = (float, int)
+
+
+def _finite_numbers(values: dict) -> bool:
+    return all(type(v) in _NUMBER_TYPES and math.isfinite(v) for v in values.values())
 
 
 class ComboIds:
@@ -92,23 +117,25 @@ class ComboIds:
         self._rows_after(conn, self._newest)
         missing -= self.ids.keys()
         if missing:
-            conn.execute(insert(result_combos),
-                         [dict(zip(COMBO_FIELDS, combo), identity_hash=self.identity_hash)
-                          for combo in sorted(missing)])
+            insert_rows(conn, result_combos, _COMBO_COLUMNS,
+                        [(*combo, self.identity_hash) for combo in sorted(missing)])
             self._rows_after(conn, self._newest)
         return self.ids
 
     def _rows_after(self, conn: Connection, newest: int) -> dict[int, Combo]:
-        rows = conn.execute(select(result_combos.c.combo_id,
-                                   *[result_combos.c[name] for name in COMBO_FIELDS])
-                            .where(result_combos.c.identity_hash == self.identity_hash,
-                                   result_combos.c.combo_id > newest)
-                            .order_by(result_combos.c.combo_id)).all()
+        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        rows = conn.exec_driver_sql(
+            f"SELECT combo_id, {', '.join(COMBO_FIELDS)} FROM result_combos "
+            f"WHERE identity_hash = {mark} AND combo_id > {mark} ORDER BY combo_id",
+            (self.identity_hash, newest)).all()
         by_id = {row[0]: tuple(row[1:]) for row in rows}
         self.ids.update({combo: combo_id for combo_id, combo in by_id.items()})
         if by_id:
             self._newest = max(self._newest, max(by_id))
         return by_id
+
+
+_COMBO_COLUMNS = (*COMBO_FIELDS, "identity_hash")
 
 
 def insert_facets(conn: Connection, results: list[tuple[int, int, int, str | dict]],

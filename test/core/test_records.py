@@ -1,8 +1,11 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from robot_memory.records import InvalidRecord, pairs_to_dict, validate_record
+from robot_memory.records import (MAX_NOTES, MAX_TEXT, MAX_VALUES, InvalidRecord, pairs_to_dict,
+                                  validate_record, validate_record_fully)
 
 GOOD = {"stamp_ns": 5, "skill_id": "manipulation.grasp", "target_class": "glass_cup",
         "parameters": {"force_n": 25.0}, "success": True}
@@ -41,3 +44,66 @@ def test_missing_success_is_reported():
 def test_duplicate_keys_are_refused():
     with pytest.raises(InvalidRecord, match="twice"):
         pairs_to_dict("parameters", [("force_n", 1.0), ("force_n", 2.0)])
+
+
+# -- the fast path of validate_record against pydantic's validation ---------------------
+
+# Values at and around every bound and type the fast path checks.
+_texts = st.one_of(st.text(max_size=4), st.text(min_size=MAX_TEXT - 1, max_size=MAX_TEXT + 1),
+                   st.sampled_from(["", "manipulation.grasp", "a b", "_x", "-x", "x/y.z-1",
+                                    "mail jane.doe@example.org", "sk-" + "a" * 30]))
+_numbers = st.one_of(st.floats(), st.integers(-3, 3), st.booleans(), st.sampled_from([0.0, -0.0]))
+_names = st.one_of(st.sampled_from(["force_n", "mass_kg", "a.b/c-d", "bad key", "", "-x",
+                                    "admin@robot.example"]), st.text(max_size=3))
+_mappings = st.one_of(st.dictionaries(_names, _numbers, max_size=4),
+                      st.dictionaries(st.sampled_from([f"k{i}" for i in range(MAX_VALUES + 2)]),
+                                      st.just(1.0), min_size=MAX_VALUES - 1,
+                                      max_size=MAX_VALUES + 1),
+                      st.just([("force_n", 1.0)]))
+_FIELDS = {
+    "stamp_ns": st.one_of(st.integers(-2, 2**63), st.just(1.5), st.just(True)),
+    "skill_id": _texts, "target_class": _texts, "environment": _texts, "zone": _texts,
+    "parameters": _mappings, "observations": _mappings,
+    "success": st.one_of(st.booleans(), st.just(1), st.just("true")),
+    "failure_reason": _texts, "duration_s": _numbers, "intent_id": _texts,
+    "notes": st.one_of(_texts, st.text(min_size=MAX_NOTES - 1, max_size=MAX_NOTES + 1,
+                                       alphabet="ab ")),
+}
+_PLAIN = {"stamp_ns": 7, "skill_id": "manipulation.grasp", "target_class": "glass_cup",
+          "environment": "lab", "zone": "", "parameters": {"force_n": 25.0},
+          "observations": {}, "success": True, "failure_reason": "", "duration_s": 1.5,
+          "intent_id": "", "notes": ""}
+
+
+def _outcome(validate, data):
+    try:
+        record = validate(data)
+    except InvalidRecord as exc:
+        return ("refused", exc.field, exc.reason, exc.detail)
+    return ("accepted", record, record.model_dump(), record.payload(), record.model_fields_set)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(changes=st.fixed_dictionaries({}, optional=_FIELDS),
+       dropped=st.sets(st.sampled_from(sorted(_PLAIN))),
+       extra=st.booleans())
+def test_validation_accepts_refuses_and_words_errors_exactly_as_pydantic(changes, dropped,
+                                                                         extra):
+    """Every input, plainly valid or not, gets the same record or the same refusal
+    (field, reason and wording) as the pydantic validation alone gives."""
+    data = {k: v for k, v in {**_PLAIN, **changes}.items() if k not in dropped}
+    if extra:
+        data["colour"] = "red"
+    assert _outcome(validate_record, data) == _outcome(validate_record_fully, data)
+
+
+def test_a_record_validated_on_the_fast_path_keeps_no_reference_to_the_input():
+    data = {**_PLAIN, "parameters": {"force_n": 25.0}}
+    record = validate_record(data)
+    data["parameters"]["force_n"] = 99.0
+    assert record.parameters == {"force_n": 25.0}
+    payload = record.payload()
+    payload["parameters"]["force_n"] = 1.0
+    assert record.parameters == {"force_n": 25.0}
+    with pytest.raises(Exception):
+        record.skill_id = "other"  # still frozen

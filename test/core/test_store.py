@@ -114,3 +114,57 @@ def test_two_writers_of_one_identity_share_result_combinations(db_url):
     for payload_json, skill, success in facets:
         assert f'"skill_id":"{skill}"' in payload_json
         assert f'"success":{"true" if success else "false"}' in payload_json
+
+
+def _rows(url: str, table: str) -> list[tuple]:
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+        return conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+
+
+def test_a_payload_given_as_decoded_is_stored_and_returned_exactly_as_one_decoded(tmp_path):
+    """as_decoded only skips decoding the stored bytes again: the same rows, hashes,
+    facets and returned events as an append that decodes them."""
+    from robot_memory.records import validate_record
+
+    records = [validate_record({"stamp_ns": i, "skill_id": "manipulation.grasp",
+                                "target_class": f"cup_{i % 3}", "success": i % 2 == 0,
+                                "failure_reason": "" if i % 2 == 0 else "slipped",
+                                "parameters": {"force_n": 20.0 + i, "neg_zero": -0.0},
+                                "observations": {"mass_kg": 0.25} if i % 3 else {},
+                                "notes": "é"}) for i in range(12)]
+    stored = {}
+    for as_decoded in (False, True):
+        url = f"sqlite:///{tmp_path / f'{as_decoded}.db'}"
+        part = MemoryStore(url).partition(A)
+        stored[as_decoded] = (part.append_many([
+            NewEvent("execution_result", r.payload(), r.stamp_ns, as_decoded=as_decoded)
+            for r in records]), *(_rows(url, t) for t in ("events", "result_facets",
+                                                          "result_values", "result_combos")))
+        assert verify_chain(part).ok
+    assert stored[True] == stored[False]
+
+
+def test_facets_of_odd_payloads_match_those_of_the_record_reader():
+    """The facets of any payload are those record_from_payload's reading gives (the
+    fast path only skips building the record)."""
+    from robot_memory.records import InvalidRecord, record_from_payload
+    from robot_memory.store.facets import OBSERVATION, PARAMETER, facets_of_payload
+
+    def reference(payload):
+        try:
+            r = record_from_payload(payload, 5)
+        except InvalidRecord as exc:
+            return ("", "", "", "", 0, "", 0, exc.reason), []
+        values = [(PARAMETER, n, repr(float(v))) for n, v in r.parameters.items()]
+        values += [(OBSERVATION, n, repr(float(v))) for n, v in r.observations.items()]
+        return (r.skill_id, r.target_class, r.environment, r.zone, int(r.success),
+                r.failure_reason, int(bool(r.observations)), ""), values
+
+    good = {"skill_id": "s", "success": False, "target_class": "t", "failure_reason": "f",
+            "parameters": {"a": 1, "b": -0.0}, "observations": {"m": 2.5}}
+    odd = [good, {}, {"skill_id": "s"}, {**good, "skill_id": ""}, {**good, "success": 1},
+           {**good, "zone": 3}, {**good, "notes": None}, {**good, "parameters": [1]},
+           {**good, "observations": {"m": float("nan")}}, {**good, "parameters": {"a": "1"}},
+           {**good, "parameters": {"a": True}}, {"skill_id": "s", "success": True}]
+    for payload in odd:
+        assert facets_of_payload(payload, 5) == reference(payload), payload

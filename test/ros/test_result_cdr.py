@@ -1,0 +1,91 @@
+"""The logger reads results from their serialized bytes (robot_memory.result_cdr): for
+any message, the fields are exactly those of the message rclpy deserializes from the
+same bytes, and bytes it does not read are left to rclpy."""
+
+import math
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rclpy.serialization import deserialize_message, serialize_message
+
+from robot_memory.msg import ExecutionResult, KeyValue
+from robot_memory.records import InvalidRecord, message_fields
+from robot_memory.result_cdr import result_fields_from_cdr
+from robot_memory.ros.conversions import serialized_result_fields
+
+# Any text (NULs, non-ASCII, lone surrogates are not sendable: rclpy encodes UTF-8).
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_pairs = st.lists(st.tuples(st.sampled_from(["force_n", "mass_kg", "", "é", "a\0b"]) | _text,
+                            st.floats(allow_nan=True, allow_infinity=True)), max_size=5)
+
+
+def _message(d) -> ExecutionResult:
+    msg = ExecutionResult(skill_id=d["skill_id"], target_class=d["target_class"],
+                          environment=d["environment"], zone=d["zone"], success=d["success"],
+                          failure_reason=d["failure_reason"], duration_s=d["duration_s"],
+                          intent_id=d["intent_id"], notes=d["notes"])
+    msg.header.stamp.sec, msg.header.stamp.nanosec = d["sec"], d["nanosec"]
+    msg.header.frame_id = d["frame_id"]
+    msg.parameters = [KeyValue(key=k, value=v) for k, v in d["parameters"]]
+    msg.observations = [KeyValue(key=k, value=v) for k, v in d["observations"]]
+    return msg
+
+
+def _comparable(value):
+    """Floats by their bits (NaN equals NaN, -0.0 differs from 0.0)."""
+    if isinstance(value, float):
+        return struct.pack("<d", value)
+    if isinstance(value, dict):
+        return [(k, _comparable(v)) for k, v in value.items()]
+    return value
+
+
+def _outcome(read, data):
+    try:
+        return {k: _comparable(v) for k, v in read(data).items()}
+    except InvalidRecord as exc:
+        return (exc.field, exc.reason, exc.detail)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.fixed_dictionaries({
+    "sec": st.integers(-2**31, 2**31 - 1), "nanosec": st.integers(0, 2**32 - 1),
+    "frame_id": _text, "skill_id": _text, "target_class": _text, "environment": _text,
+    "zone": _text, "parameters": _pairs, "observations": _pairs, "success": st.booleans(),
+    "failure_reason": _text, "duration_s": st.floats(), "intent_id": _text,
+    "notes": st.text(max_size=300)}))
+def test_fields_read_from_the_bytes_equal_those_of_the_deserialized_message(d):
+    data = serialize_message(_message(d))
+    assert data[:2] == b"\x00\x01"  # plain little-endian CDR: read here, not by rclpy
+    expected = _outcome(lambda b: message_fields(deserialize_message(b, ExecutionResult)), data)
+    assert _outcome(result_fields_from_cdr, data) == expected
+
+
+def test_a_duplicate_key_is_refused_as_the_message_path_refuses_it():
+    msg = _message({"sec": 1, "nanosec": 2, "frame_id": "", "skill_id": "s",
+                    "target_class": "", "environment": "", "zone": "",
+                    "parameters": [("force_n", 1.0), ("force_n", 2.0)], "observations": [],
+                    "success": True, "failure_reason": "", "duration_s": 0.0,
+                    "intent_id": "", "notes": ""})
+    with pytest.raises(InvalidRecord) as info:
+        result_fields_from_cdr(serialize_message(msg))
+    assert (info.value.field, info.value.reason) == ("parameters", "duplicate_key")
+
+
+def test_bytes_it_does_not_read_are_left_to_rclpy():
+    msg = ExecutionResult(skill_id="manipulation.grasp", success=True, duration_s=math.pi)
+    msg.parameters = [KeyValue(key="force_n", value=25.0)]
+    data = serialize_message(msg)
+    for unread in (b"\x00\x00" + data[2:],  # big-endian encapsulation id
+                   data[:len(data) // 2],  # cut short
+                   data[:-12]):
+        assert result_fields_from_cdr(unread) is None
+    # A bool that is neither 0 nor 1 (its byte follows the last sequence here).
+    bool_at = data.index(struct.pack("<d", 25.0)) + 8
+    assert result_fields_from_cdr(data[:bool_at] + b"\x02" + data[bool_at + 1:]) is None
+    # The conversion the logger uses then lets rclpy decide: it reads the other encoding.
+    assert serialized_result_fields(data) == message_fields(msg)
+    with pytest.raises(Exception):
+        serialized_result_fields(data[:len(data) // 2])

@@ -18,6 +18,7 @@ from pathlib import Path
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from robot_memory.errors import InputError
+from robot_memory.msg_files import our_msg_dir
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 EXECUTION_RESULT_TYPE = "robot_memory/msg/ExecutionResult"
@@ -85,19 +86,6 @@ def bag_identity(path: Path) -> dict:
     whole = hashlib.sha256("".join(f"{f['sha256']}  {f['name']}\n" for f in files).encode())
     return {"name": path.name, "storage": storage, "sha256": whole.hexdigest(),
             "files": files}
-
-
-def our_msg_dir() -> Path | None:
-    """robot_memory's msg/ directory: the source tree's, or an installed package's."""
-    import os
-    here = Path(__file__).resolve().parent.parent / "msg"
-    if (here / "ExecutionResult.msg").exists():
-        return here
-    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-        candidate = Path(prefix) / "share" / "robot_memory" / "msg"
-        if prefix and (candidate / "ExecutionResult.msg").exists():
-            return candidate
-    return None
 
 
 def make_typestore(extra_msg_files: dict[str, Path] | None = None):

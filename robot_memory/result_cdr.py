@@ -1,107 +1,66 @@
-"""An ExecutionResult's fields read straight from its serialized (CDR) bytes.
+"""An ExecutionResult's fields read from its serialized (CDR) bytes by rosbags.
 
-The logger takes results from the reader as bytes and reads the fields it stores here,
-instead of letting rclpy build a message object (a Header, a Time and a KeyValue object
-per entry, each through its Python constructor and checked setters): that was the
-largest single cost per result. The fields come out exactly as `records.message_fields`
-gives them for the message rclpy would have built: strings end at their first NUL and
-are decoded as UTF-8 with replacement (what rclpy's conversion does), duplicate keys
-raise the same InvalidRecord.
+The logger takes results from the reader as bytes and has rosbags decode them, instead
+of letting rclpy build a message object (a Header, a Time and a KeyValue object per
+entry, each through its Python constructor and checked setters): that was the largest
+single cost per result. rosbags' objects carry the message's field names, so
+`records.message_fields` reads them as it reads rclpy's.
 
-Only plain little-endian CDR (encapsulation CDR_LE, what ROS 2's DDS middlewares write
-for these types) is read here; for anything else, or bytes that do not parse,
-`result_fields_from_cdr` returns None and the caller lets rclpy deserialize them.
-ROS-free: the layout is msg/ExecutionResult.msg's, field by field.
+Only what both decoders read alike is read here: plain little-endian CDR (what ROS 2's
+DDS middlewares write for these types) and strings without a NUL (rclpy's conversion
+cuts a string at its first NUL). For anything else, or bytes that do not parse,
+`result_fields_from_cdr` returns None and the caller lets rclpy deserialize them, so it
+is rclpy that says what is wrong. ROS-free.
 """
 
 from __future__ import annotations
 
-import struct
+from functools import lru_cache
 from typing import Any
 
-from robot_memory.records import pairs_to_dict
+from robot_memory.msg_files import our_msg_dir
+from robot_memory.records import message_fields
 
 CDR_LE = b"\x00\x01"  # encapsulation id of plain little-endian CDR (XCDR1)
-_ORIGIN = 4  # alignment counts from the end of the 4-byte encapsulation header
+RESULT_TYPE = "robot_memory/msg/ExecutionResult"
+# The standard types a result holds (rosbags' full Kilted store would cost ~6 MB).
+STANDARD_DEFINITIONS = {"builtin_interfaces/msg/Time": "int32 sec\nuint32 nanosec\n",
+                        "std_msgs/msg/Header": "builtin_interfaces/Time stamp\nstring frame_id\n"}
 
-_u32 = struct.Struct("<I").unpack_from
-_stamp = struct.Struct("<iI").unpack_from
-_f64 = struct.Struct("<d").unpack_from
 
-
-class _Malformed(Exception):
-    """The bytes end early or hold a value CDR does not allow (e.g. a bool of 2)."""
+@lru_cache(maxsize=1)
+def _typestore():
+    """A rosbags type store holding ExecutionResult and what it is made of, or None
+    where the .msg files are nowhere to be found (rclpy then decodes everything)."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+    msg_dir = our_msg_dir()
+    if msg_dir is None:
+        return None
+    types = {}
+    for name, text in STANDARD_DEFINITIONS.items():
+        types.update(get_types_from_msg(text, name))
+    for name in ("KeyValue", "ExecutionResult"):
+        types.update(get_types_from_msg((msg_dir / f"{name}.msg").read_text(),
+                                        f"robot_memory/msg/{name}"))
+    store = get_typestore(Stores.EMPTY)
+    store.register({k: v for k, v in types.items() if k not in store.fielddefs})
+    return store
 
 
 def result_fields_from_cdr(data: bytes) -> dict[str, Any] | None:
-    """`message_fields` of the serialized ExecutionResult `data`, or None when the bytes
-    are not plain little-endian CDR of one (the caller then deserializes with rclpy,
-    which reports what is wrong). Raises InvalidRecord for a duplicate key, as
+    """`message_fields` of the serialized ExecutionResult `data`, or None when rclpy
+    must decode it (see above). Raises InvalidRecord for a duplicate key, as
     `message_fields` does."""
-    if data[:2] != CDR_LE:
+    store = _typestore()
+    if store is None or data[:2] != CDR_LE:
         return None
     try:
-        return _read(data)
-    except (_Malformed, struct.error, IndexError):
+        msg = store.deserialize_cdr(data, RESULT_TYPE)
+    except Exception:  # noqa: BLE001 - whatever rosbags cannot read, rclpy judges
         return None
-
-
-def _read(buf: bytes) -> dict[str, Any]:
-    end = len(buf)
-
-    def text(pos: int) -> tuple[str, int]:
-        pos = (pos + 3) & ~3
-        (n,) = _u32(buf, pos)
-        pos += 4
-        stop = pos + n
-        if stop > end:
-            raise _Malformed("string past the end")
-        cut = buf.find(b"\0", pos, stop)  # rclpy's conversion stops at the first NUL
-        return buf[pos:stop if cut < 0 else cut].decode("utf-8", "replace"), stop
-
-    def values(pos: int) -> tuple[list[tuple[str, float]], int]:
-        pos = (pos + 3) & ~3
-        (count,) = _u32(buf, pos)
-        pos += 4
-        if count > (end - pos) // 12:  # each entry takes at least 12 bytes
-            raise _Malformed("sequence past the end")
-        pairs = []
-        for _ in range(count):
-            key, pos = text(pos)
-            pos = _ORIGIN + ((pos - _ORIGIN + 7) & ~7)
-            pairs.append((key, _f64(buf, pos)[0]))
-            pos += 8
-        return pairs, pos
-
-    sec, nanosec = _stamp(buf, 4)
-    _frame_id, pos = text(12)
-    skill_id, pos = text(pos)
-    target_class, pos = text(pos)
-    environment, pos = text(pos)
-    zone, pos = text(pos)
-    parameters, pos = values(pos)
-    observations, pos = values(pos)
-    if pos >= end or buf[pos] > 1:  # CDR's bool is one byte, 0 or 1
-        raise _Malformed("bool")
-    success = buf[pos] == 1
-    failure_reason, pos = text(pos + 1)
-    pos = _ORIGIN + ((pos - _ORIGIN + 7) & ~7)
-    (duration_s,) = _f64(buf, pos)
-    intent_id, pos = text(pos + 8)
-    notes, pos = text(pos)
-    return {
-        "stamp_ns": sec * 1_000_000_000 + nanosec,
-        "skill_id": skill_id, "target_class": target_class,
-        "environment": environment, "zone": zone,
-        "parameters": _as_dict("parameters", parameters),
-        "observations": _as_dict("observations", observations),
-        "success": success, "failure_reason": failure_reason,
-        "duration_s": duration_s, "intent_id": intent_id, "notes": notes,
-    }
-
-
-def _as_dict(kind: str, pairs: list[tuple[str, float]]) -> dict[str, float]:
-    values = dict(pairs)
-    if len(values) != len(pairs):
-        return pairs_to_dict(kind, pairs)  # raises the duplicate_key InvalidRecord
-    return values
+    texts = (msg.header.frame_id, msg.skill_id, msg.target_class, msg.environment, msg.zone,
+             msg.failure_reason, msg.intent_id, msg.notes,
+             *(kv.key for kv in msg.parameters), *(kv.key for kv in msg.observations))
+    if any("\0" in text for text in texts):
+        return None
+    return message_fields(msg)

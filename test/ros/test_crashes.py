@@ -76,6 +76,17 @@ class Producer:
             n += 1
 
 
+def topic_results_stored(db_url: str) -> int:
+    store = MemoryStore(db_url)
+    try:
+        with store.read() as conn:
+            return conn.exec_driver_sql(
+                "SELECT count(*) FROM events WHERE kind = 'execution_result' "
+                "AND payload_json LIKE '%\"intent_id\":\"topic-%'").scalar()
+    finally:
+        store.close()
+
+
 @BOTH_PROCESS_MODES
 def test_kill_9_logger_during_ingest_loses_no_acknowledged_event(probe, start_stack, tmp_path,
                                                                   certified_hash, db_url):
@@ -96,8 +107,10 @@ def test_kill_9_logger_during_ingest_loses_no_acknowledged_event(probe, start_st
     flooder = threading.Thread(target=flood, daemon=True)
     flooder.start()
     try:
-        wait_until(lambda: len(producer.acked) >= 40, 60,
-                   lambda: f"40 acknowledged events ({producer})")
+        # Topic results are not acknowledged: wait until some are stored, so the kill
+        # lands while the logger takes them (their reader has been matched by then).
+        wait_until(lambda: len(producer.acked) >= 40 and topic_results_stored(db_url) > 0, 60,
+                   lambda: f"40 acknowledged events and stored topic results ({producer})")
         os.kill(stack.process_of("episodic_logger").pid, signal.SIGKILL)
         stack.process_of("episodic_logger").wait()
         acked_before_kill = len(producer.acked)

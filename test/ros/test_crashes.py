@@ -11,6 +11,7 @@ import time
 from helpers import varied_events
 from lifecycle_msgs.msg import State
 from lifecycle_msgs.srv import GetState
+from sqlalchemy import text
 
 from robot_memory.consolidation import consolidation_pass
 from robot_memory.consolidation.consolidation_pass import facts_snapshot
@@ -80,9 +81,9 @@ def topic_results_stored(db_url: str) -> int:
     store = MemoryStore(db_url)
     try:
         with store.read() as conn:
-            return conn.exec_driver_sql(
+            return conn.execute(text(
                 "SELECT count(*) FROM events WHERE kind = 'execution_result' "
-                "AND payload_json LIKE '%\"intent_id\":\"topic-%'").scalar()
+                "AND payload_json LIKE :topic"), {"topic": '%"intent_id":"topic-%'}).scalar()
     finally:
         store.close()
 

@@ -43,3 +43,16 @@ def test_an_empty_snapshot_is_a_valid_message():
     framed = FactSnapshot().message("cd" * 32, 0, 0, Time())
     assert deserialize_message(framed, SemanticFactArray) == SemanticFactArray(
         identity_hash="cd" * 32)
+
+
+def test_where_framing_differs_the_snapshot_is_a_message_object():
+    msgs = [fact_to_msg(fact(i, VALUES[i % len(VALUES)])) for i in range(1, 6)]
+    snapshot = FactSnapshot()
+    snapshot._framed = False  # as on an RMW whose encoding the framing does not match
+    snapshot.replace_all(msgs)
+    stamp = Time(sec=3, nanosec=4)
+    message = snapshot.message("ef" * 32, 5, 4, stamp)
+    expected = SemanticFactArray(identity_hash="ef" * 32, run_event_id=5,
+                                 previous_run_event_id=4, facts=msgs)
+    expected.header.stamp = stamp
+    assert message == expected

@@ -119,8 +119,12 @@ def test_grounding_server_shows_all_its_services_and_topics(probe, start_stack):
                                                                      namespace)))
         except Exception:  # not discovered yet
             return None
+    def discovered(g) -> bool:  # entities are discovered one by one: wait for all
+        return (f"{namespace}/ground" in g[0] and f"{namespace}/explain" in g[0]
+                and f"{namespace}/facts_delta" in g[1] and "/diagnostics" in g[2])
+
     services, subscriptions, publishers = wait_until(
-        lambda: (g := graph()) and f"{namespace}/explain" in g[0] and g, 30,
+        lambda: (g := graph()) and discovered(g) and g, 30,
         lambda: f"grounding_server's entities in the graph: {graph()}")
     assert services[f"{namespace}/ground"] == ["robot_memory/srv/GroundingQuery"]
     assert services[f"{namespace}/explain"] == ["robot_memory/srv/ExplainFact"]

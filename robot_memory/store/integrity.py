@@ -226,9 +226,32 @@ def file_problem(url: str) -> str:
     pages = int.from_bytes(header[28:32], "big")
     # The in-header size is valid when its change counter matches (offsets 24 and 92).
     if header[24:28] == header[92:96] and size < pages * page_size:
+        missing = range(size // page_size + 1, pages + 1)
+        if set(missing) <= wal_pages(path, page_size):
+            # A checkpoint cut short (a crash): SQLite writes page 1, with the new size,
+            # before the pages after it, and finishes from the WAL on the next open.
+            return ""
         return (f"{path}: truncated: {size} bytes, the header says {pages} pages of "
                 f"{page_size} bytes ({pages * page_size} bytes)")
     return ""
+
+
+def wal_pages(path: str, page_size: int) -> set[int]:
+    """Page numbers the database's write-ahead log holds frames of (those of the WAL's
+    current generation: a frame whose salts differ from the header's is left over)."""
+    wal = f"{path}-wal"
+    if not os.path.exists(wal):
+        return set()
+    pages = set()
+    with open(wal, "rb") as handle:
+        header = handle.read(32)
+        if len(header) < 32 or int.from_bytes(header[8:12], "big") != page_size:
+            return set()
+        while len(frame := handle.read(24)) == 24 and frame[8:16] == header[16:24]:
+            if len(handle.read(page_size)) < page_size:
+                break  # a frame cut short: never committed
+            pages.add(int.from_bytes(frame[0:4], "big"))
+    return pages
 
 
 def sqlite_integrity_problem(store: MemoryStore) -> str:

@@ -130,6 +130,46 @@ def test_truncated_file_is_refused_before_it_is_read(db_url):
     assert result.returncode == 1 and "truncated" in result.stdout
 
 
+def checkpoint_cut_after_page_one(db_url, tmp_path) -> Path:
+    """The files a crash leaves when it lands in a WAL checkpoint: the log's pages are
+    in the WAL, and the database file has page 1 (with the grown size) but not the new
+    pages at its end. Built by copying the files while a writer holds the WAL open."""
+    filled(db_url, 50)
+    path = Path(db_url.removeprefix("sqlite:///"))
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # everything new stays in the WAL
+    conn.execute("CREATE TABLE ballast (b BLOB)")
+    conn.executemany("INSERT INTO ballast VALUES (?)", [(bytes(3000),)] * 40)
+    conn.commit()
+    crashed = tmp_path / "crashed.db"
+    crashed.write_bytes(path.read_bytes())
+    wal = Path(f"{path}-wal").read_bytes()
+    conn.close()
+    Path(f"{crashed}-wal").write_bytes(wal)
+    page_size = int.from_bytes(wal[8:12], "big")
+    last_page_one = max(i for i in range(32, len(wal), 24 + page_size)
+                        if int.from_bytes(wal[i:i + 4], "big") == 1)
+    with open(crashed, "r+b") as handle:  # the checkpoint wrote page 1, then died
+        handle.write(wal[last_page_one + 24:last_page_one + 24 + page_size])
+    return crashed
+
+
+def test_a_checkpoint_cut_by_a_crash_is_not_a_truncated_store(db_url, tmp_path):
+    crashed = checkpoint_cut_after_page_one(db_url, tmp_path)
+    header = crashed.read_bytes()[:100]
+    assert crashed.stat().st_size < int.from_bytes(header[28:32], "big") * 4096
+    as_crashed = crashed.read_bytes()
+    url = f"sqlite:///{crashed}"
+    verdict = check_store(url, A, full=True)  # SQLite completes it from the WAL
+    assert verdict.ok, verdict.lines
+    assert len(list(MemoryStore(url).partition(A).events())) == 50
+    # Without its WAL, the same file is cut short: refused.
+    crashed.write_bytes(as_crashed)
+    Path(f"{crashed}-wal").unlink(missing_ok=True)
+    verdict = check_store(url, A)
+    assert not verdict.ok and "truncated" in verdict.lines[0]
+
+
 def test_garbage_file_is_not_a_store(tmp_path):
     path = tmp_path / "memory.db"
     path.write_bytes(b"not a database at all" * 10)

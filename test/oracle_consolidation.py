@@ -23,6 +23,9 @@ from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation.checkpoint import read_overrides as override_events
+# The snapshot format is shared: the engines are compared through it.
+from robot_memory.consolidation.consolidation_pass import (  # noqa: F401
+    facts_snapshot, snapshot_entry)
 from robot_memory.consolidation.override_plan import fact_as_rendered, plan_overrides
 from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND,
                                               STATUS_CONTESTED, STATUS_INVALIDATED,
@@ -320,23 +323,6 @@ def _write_facts(partition: Partition, conn: Connection, changes: list[FactChang
         columns = _fact_values(changes[0].new).keys()
         conn.execute(update(semantic_facts).where(semantic_facts.c.id == bindparam("b_id"))
                      .values({name: bindparam(f"b_{name}") for name in columns}), updates)
-
-
-def snapshot_entry(kind, key, status, confidence, n, rule_version, updated_ns, value):
-    return {"kind": kind, "key": key, "status": status, "confidence": confidence,
-            "n_observations": n, "rule_version": rule_version, "last_updated_ns": updated_ns,
-            "value": value}
-
-
-def facts_snapshot(partition: Partition) -> str:
-    """Canonical JSON of an identity's knowledge: what must be byte-equal across replays.
-
-    Row ids and supporting event ids depend on insertion order, so they are provenance,
-    not part of the snapshot.
-    """
-    return canonical_json([snapshot_entry(f.kind, f.key, f.status, f.confidence,
-                                          f.n_observations, f.rule_version, f.last_updated_ns,
-                                          f.value) for f in partition.facts()])
 
 
 def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *,

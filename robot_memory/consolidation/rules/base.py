@@ -152,6 +152,16 @@ class Rule(Protocol):
         """The group's facts."""
 
 
+class OneFactPerGroup:
+    """For a rule whose group key is its one fact's key."""
+
+    def fact_key_of(self, group: str, item: Any) -> str:
+        return group
+
+    def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
+        return [group]
+
+
 def supported_key(rule: Rule, group: str, item) -> str:
     """The fact key an extracted item supports (its group's key unless the rule says
     otherwise, as interaction_pattern does: one group, one fact per failure reason)."""

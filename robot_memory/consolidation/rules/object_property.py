@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, Partials, RenderedFact,
-                                                   RulesConfig, SkipRecord, fact_key,
-                                                   max_support, note_support, promoted_status,
-                                                   r6)
+from robot_memory.consolidation.rules.base import (RULE_VERSION, OneFactPerGroup, Partials,
+                                                   RenderedFact, RulesConfig, SkipRecord, fact_key,
+                                                   max_support, note_support, promoted_status, r6)
 from robot_memory.consolidation.stats import band, exact_mean, multiset_add, multiset_merge
 from robot_memory.records import ExecutionRecord
 
@@ -23,7 +22,7 @@ def property_confidence(n: int, spread: dict[str, float]) -> float:
     return r6(n / (n + HALF_CONFIDENCE_N) / (1.0 + relative_iqr))
 
 
-class ObjectProperty:
+class ObjectProperty(OneFactPerGroup):
     kind = "object_property"
 
     def extract(self, record: ExecutionRecord) -> list[tuple[str, tuple]]:
@@ -34,12 +33,6 @@ class ObjectProperty:
         return [(fact_key(record.target_class, name),
                  (record.target_class, name, value, record.stamp_ns))
                 for name, value in sorted(record.observations.items())]
-
-    def fact_key_of(self, group: str, item: tuple) -> str:
-        return group
-
-    def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
-        return [group]
 
     def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
         invalid, target, has_observations, count = row[0], row[2], row[7], row[9]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTED, Partials,
-                                                   RenderedFact, RulesConfig, count_into,
+from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTED, OneFactPerGroup,
+                                                   Partials, RenderedFact, RulesConfig, count_into,
                                                    fact_key, max_support, note_support,
                                                    promoted_status)
 from robot_memory.consolidation.rules.outcomes import (add_outcome, merge_outcomes,
@@ -16,17 +16,11 @@ from robot_memory.consolidation.stats import (band, most_common, multiset_add, m
 from robot_memory.records import ExecutionRecord
 
 
-class SkillSuccessRate:
+class SkillSuccessRate(OneFactPerGroup):
     kind = "skill_success_rate"
 
     def extract(self, record: ExecutionRecord) -> list[tuple[str, ExecutionRecord]]:
         return [(fact_key(record.skill_id, record.target_class, record.environment), record)]
-
-    def fact_key_of(self, group: str, item: ExecutionRecord) -> str:
-        return group
-
-    def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
-        return [group]
 
     def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTED, Partials,
-                                                   RenderedFact, RulesConfig, SkipRecord,
-                                                   count_into, fact_key, max_support,
-                                                   note_support, promoted_status, r6)
+from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTED, OneFactPerGroup,
+                                                   Partials, RenderedFact, RulesConfig, SkipRecord,
+                                                   count_into, fact_key, max_support, note_support,
+                                                   promoted_status, r6)
 from robot_memory.consolidation.rules.outcomes import (add_outcome, merge_outcomes,
                                                        note_outcome_row, rate_view)
 from robot_memory.consolidation.stats import most_common
 from robot_memory.records import ExecutionRecord
 
 
-class ZoneRisk:
+class ZoneRisk(OneFactPerGroup):
     kind = "zone_risk"
 
     def extract(self, record: ExecutionRecord) -> list[tuple[str, ExecutionRecord]]:
@@ -24,12 +24,6 @@ class ZoneRisk:
         if record.environment:
             return [(fact_key("environment", record.environment), record)]
         raise SkipRecord("no_zone_or_environment")
-
-    def fact_key_of(self, group: str, item: ExecutionRecord) -> str:
-        return group
-
-    def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
-        return [group]
 
     def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})

@@ -30,7 +30,7 @@ MANIFEST = Path(__file__).resolve().parent.parent / "robot_memory" / "config" / 
 IDENTITY = load_manifest(MANIFEST).identity_hash()
 
 # Bump when the generated events change: cached stores carry it in their name.
-GENERATOR = "g5"  # g5: schema 2 with ix_result_values_group
+GENERATOR = "g6"  # g6: schema 3 (rollups)
 SKILLS = ("manipulation.grasp", "manipulation.place")
 ENVIRONMENTS = ("env_0", "env_1")
 FAILURE_REASON = "slipped"

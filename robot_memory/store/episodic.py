@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from robot_memory.store.schema import (
     GENESIS_HASH,
     PARAMETER,
     SCHEMA_VERSION,
+    RollupShape,
     chain_heads,
     consolidation_state,
     events,
@@ -38,7 +39,9 @@ from robot_memory.store.schema import (
 )
 
 # Schema versions this code can open: older ones are migrated (store/migration.py).
-MIGRATABLE_VERSIONS = (1,)
+MIGRATABLE_VERSIONS = (1, 2)
+# store_info keys of the RollupShape
+ROLLUP_KEYS = {"block": "rollup_block", "bucket_ns": "rollup_bucket_ns"}
 
 SCHEMA_LOCK_KEY = 0x524D454D  # pg_advisory_xact_lock key for schema creation
 
@@ -114,6 +117,18 @@ def event_digest(prev_hash: str, identity_hash: str, seq: int, kind: str, stamp_
     return sha256_hex(prev_hash + body)
 
 
+def rollup_shape_of(conn: Connection) -> RollupShape:
+    """The store's RollupShape (store_info)."""
+    stored = dict(conn.execute(select(store_info.c.key, store_info.c.value).where(
+        store_info.c.key.in_(ROLLUP_KEYS.values()))).all())
+    return RollupShape(**{field: int(stored[key]) for field, key in ROLLUP_KEYS.items()})
+
+
+def record_rollup_shape(conn: Connection, shape: RollupShape) -> None:
+    conn.execute(insert(store_info), [{"key": key, "value": str(int(getattr(shape, field)))}
+                                      for field, key in ROLLUP_KEYS.items()])
+
+
 def _all_tables_exist(conn: Connection) -> bool:
     return set(metadata.tables) <= set(inspect(conn).get_table_names())
 
@@ -161,7 +176,10 @@ def fact_from_row(row) -> FactRow:
 class MemoryStore:
     """Opens (and on first use creates) the store at a SQLAlchemy URL."""
 
-    def __init__(self, url: str, *, synchronous: str = "NORMAL", migrate: bool = True):
+    def __init__(self, url: str, *, synchronous: str = "NORMAL", migrate: bool = True,
+                 rollup: RollupShape = RollupShape()):
+        """rollup: the shape of the rollups, for a store created by this open (an existing
+        store keeps the shape it was created or migrated with)."""
         self.url = url
         self.migration = None  # the MigrationReport, when this open upgraded the schema
         self.engine = create_store_engine(url, synchronous)
@@ -183,6 +201,7 @@ class MemoryStore:
             if version is None:
                 conn.execute(insert(store_info).values(key="schema_version",
                                                        value=str(SCHEMA_VERSION)))
+                record_rollup_shape(conn, rollup)
             elif int(version) != SCHEMA_VERSION and not (
                     migrate and int(version) in MIGRATABLE_VERSIONS):
                 raise StoreError(f"store {url} has schema version {version}, "
@@ -192,6 +211,8 @@ class MemoryStore:
         if version is not None and int(version) != SCHEMA_VERSION:
             from robot_memory.store.migration import migrate_store  # needs integrity
             self.migration = migrate_store(self)
+        with self.read() as conn:
+            self.rollup = rollup_shape_of(conn)
 
     def read(self):
         """A read transaction (a consistent snapshot)."""
@@ -226,22 +247,19 @@ def _batched(result, size: int = 5000) -> Iterator:
         yield from batch
 
 
-def _values_index(conn: Connection, short: bool) -> str:
-    """SQLite's index choice for the values of a range: a short one by event id (a few
-    rows of a big table), a long one from the index already in GROUP BY order. Without
-    statistics SQLite's planner may take either; PostgreSQL plans by its own."""
-    if conn.dialect.name != "sqlite":
-        return ""
-    return (" INDEXED BY ix_result_values_event" if short
-            else " INDEXED BY ix_result_values_group")
+def _whole_blocks(after_seq: int, until_seq: int, size: int) -> tuple[int, int] | None:
+    """[first, end) of the rollup blocks that after_seq < seq <= until_seq covers whole
+    (block b holds seq b*size+1 .. (b+1)*size), or None when it covers none."""
+    first, end = -(-after_seq // size), until_seq // size
+    return (first, end) if first < end else None
 
 
-def _bucket_sql(bucket_ns: int) -> str:
-    """Floor division of stamp_ns by the bucket width, as Python's // (SQL truncates)."""
-    b = int(bucket_ns)
-    return f"CASE WHEN stamp_ns >= 0 THEN stamp_ns / {b} ELSE -(({b - 1} - stamp_ns) / {b}) END"
-
-
+def floor_div_sql(column: str, width: int) -> str:
+    """Floor division of an integer column by width, as Python's // (SQL truncates)."""
+    w = int(width)
+    if w == 1:
+        return column
+    return f"CASE WHEN {column} >= 0 THEN {column} / {w} ELSE -(({w - 1} - {column}) / {w}) END"
 
 
 @dataclass
@@ -333,7 +351,8 @@ class Partition:
             (ident, first_seq)).all())
         insert_facets(conn, [(ids[row[1]], row[1], row[3], payload)
                              for row, payload in zip(rows, kept)
-                             if row[2] == EXECUTION_RESULT], self._combos)
+                             if row[2] == EXECUTION_RESULT], self._combos,
+                      self.store.rollup)
         return [StoredEvent(ids[row[1]], row[1], row[2], row[3], payload, row[5], row[6])
                 for row, payload in zip(rows, kept)]
 
@@ -413,39 +432,81 @@ class Partition:
         """The execution results after_seq < seq <= until_seq (and stamp <= until_stamp_ns)
         grouped by what the rules group and count by: value x count, never one row per
         event. The database groups by small integers (combination, time bucket); the
-        combinations are spelled out here. Both parts stream from cursors: iterate
+        combinations are spelled out here. The rollup blocks the range covers whole are
+        read from the rollups, the ends of the range from the result rows; a group may
+        come in several rows, to be added up. Both parts stream from cursors: iterate
         `outcomes`, then `values`, each once, before any other query on this connection's
         snapshot is needed."""
+        ident = self.identity_hash
+        rollup = self.store.rollup
+        blocks = _whole_blocks(after_seq, until_seq, rollup.block)
+        if blocks is None or until_stamp_ns is not None or bucket_ns % rollup.bucket_ns:
+            # Nothing to take whole (a short range, a cut in event time, or time buckets the
+            # rollup's do not add up to): the result rows alone.
+            blocks, ends = None, [(after_seq, until_seq)]
+        else:
+            size = rollup.block
+            ends = [(lo, hi) for lo, hi in ((after_seq, blocks[0] * size),
+                                            (blocks[1] * size, until_seq)) if lo < hi]
         stamp = "" if until_stamp_ns is None else " AND stamp_ns <= :ts"
-        binds = {"ident": self.identity_hash, "lo": after_seq, "hi": until_seq}
-        if until_stamp_ns is not None:
-            binds["ts"] = until_stamp_ns
-        where = f"identity_hash = :ident AND seq > :lo AND seq <= :hi{stamp}"
-        id_lo, id_hi = conn.execute(text(
-            f"SELECT min(event_id), max(event_id) FROM result_facets WHERE {where}"),
-            binds).one()
-        if id_lo is None:
+        pieces = []  # (facets WHERE, binds, first and last event id) of each end
+        for lo, hi in ends:
+            binds = {"ident": ident, "lo": lo, "hi": hi}
+            if until_stamp_ns is not None:
+                binds["ts"] = until_stamp_ns
+            where = f"identity_hash = :ident AND seq > :lo AND seq <= :hi{stamp}"
+            id_lo, id_hi = conn.execute(text(
+                f"SELECT min(event_id), max(event_id) FROM result_facets WHERE {where}"),
+                binds).one()
+            if id_lo is not None:
+                pieces.append((where, binds, id_lo, id_hi))
+        if not pieces and blocks is None:
             return ResultAggregates([], [])
         # A short range (a consolidator's tick) reads the combinations it uses; a long one
         # all of them, kept for the next pass (rows are only added).
-        combos = self._combos.for_range(conn, where, binds,
-                                        short=until_seq - after_seq <= SHORT_RANGE)
-        # Event ids grow with seq within a chain: the id range is the chain range (rows
-        # of other identities in it have other combinations and are left out).
-        short = until_seq - after_seq <= SHORT_RANGE
-        values_query = text(
-            "SELECT combo_id, source, name, value_repr, count(*), max(event_id), "
-            f"max(stamp_ns) FROM result_values{_values_index(conn, short)} "
-            "WHERE event_id >= :id_lo AND event_id <= :id_hi"
-            f" AND identity_hash = :ident{stamp} GROUP BY 1, 2, 3, 4")
-        values_binds = {"id_lo": id_lo, "id_hi": id_hi, "ident": self.identity_hash,
-                        **({"ts": until_stamp_ns} if until_stamp_ns is not None else {})}
+        if blocks is None and until_seq - after_seq <= SHORT_RANGE:
+            combos = self._combos.for_range(conn, pieces[0][0], pieces[0][1], short=True)
+        else:
+            combos = self._combos.committed(conn)
+        block_binds = ({"ident": ident, "b_lo": blocks[0], "b_hi": blocks[1]}
+                       if blocks else {})
+
+        def grouped_outcomes() -> Iterator[tuple]:
+            for where, binds, _, _ in pieces:
+                yield from _batched(conn.execute(text(
+                    f"SELECT combo_id, {floor_div_sql('stamp_ns', bucket_ns)}, count(*), "
+                    f"min(event_id), max(event_id), max(stamp_ns), min(seq) "
+                    f"FROM result_facets WHERE {where} GROUP BY 1, 2"), binds))
+            if blocks:
+                # Straight from the primary key's order when the buckets are the rollup's.
+                bucket = floor_div_sql("bucket", bucket_ns // rollup.bucket_ns)
+                yield from _batched(conn.execute(text(
+                    f"SELECT combo_id, {bucket}, CAST(sum(n) AS BIGINT), min(min_event_id), "
+                    "max(max_event_id), max(max_stamp_ns), min(min_seq) FROM result_rollup "
+                    "WHERE identity_hash = :ident AND seq_block >= :b_lo AND seq_block < :b_hi "
+                    "GROUP BY combo_id, 2"), block_binds))
+
+        def grouped_values() -> Iterator[Sequence]:
+            index = " INDEXED BY ix_result_values_event" if conn.dialect.name == "sqlite" else ""
+            for _, binds, id_lo, id_hi in pieces:
+                yield from conn.execute(text(
+                    "SELECT combo_id, source, name, value_repr, count(*), max(event_id), "
+                    f"max(stamp_ns) FROM result_values{index} "
+                    "WHERE event_id >= :id_lo AND event_id <= :id_hi"
+                    f" AND identity_hash = :ident{stamp} GROUP BY 1, 2, 3, 4"),
+                    {**binds, "id_lo": id_lo, "id_hi": id_hi}).partitions(5000)
+            if blocks:
+                yield from conn.execute(text(
+                    "SELECT combo_id, source, name, value_repr, CAST(sum(n) AS BIGINT), "
+                    "max(max_event_id), max(max_stamp_ns) FROM value_rollup WHERE identity_hash = :ident "
+                    "AND seq_block >= :b_lo AND seq_block < :b_hi GROUP BY 1, 2, 3, 4"),
+                    block_binds).partitions(5000)
 
         def values() -> Iterator[ValueBatch]:
             # Run once the outcomes are read, and handed on a batch at a time: at 10^6
             # events they are 10^5 rows, and held together they were a fifth of a pass's
             # peak memory (and left the small-object heap fragmented after it).
-            for rows in conn.execute(values_query, values_binds).partitions(5000):
+            for rows in grouped_values():
                 batch = ValueBatch([], [])
                 for combo_id, source, name, value, count, max_id, max_stamp in rows:
                     combo = combos.get(combo_id)
@@ -461,14 +522,10 @@ class Partition:
                                                    max_stamp))
                 yield batch
 
-        grouped = conn.execute(text(
-            f"SELECT combo_id, {_bucket_sql(bucket_ns)} AS bucket, count(*), min(event_id), "
-            f"max(event_id), max(stamp_ns), min(seq) FROM result_facets WHERE {where} "
-            "GROUP BY 1, 2"), binds)
         outcomes = ((combo[7] or None, *combo[:7], bucket, count, min_id, max_id, max_stamp,
                      min_seq)
                     for combo_id, bucket, count, min_id, max_id, max_stamp, min_seq
-                    in _batched(grouped)
+                    in grouped_outcomes()
                     for combo in (combos[combo_id],))
         return ResultAggregates(outcomes, values())
 

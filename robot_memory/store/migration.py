@@ -3,6 +3,9 @@ event. Every chain is re-hashed before (a broken store is not touched) and after
 the upgrade is logged in each chain as a `schema_migration` event.
 
 1 -> 2: result_facets and result_values, back-filled from the stored execution results.
+2 -> 3: result_rollup and value_rollup, summed from result_facets and result_values by
+        the database; the index ix_result_values_group (which they replace) is dropped.
+A store of version 1 goes to 3 in one step.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from dataclasses import dataclass, field
 from sqlalchemy import select, text, update
 
 from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
-from robot_memory.store.episodic import SCHEMA_LOCK_KEY, MemoryStore, NewEvent, StoreError
+from robot_memory.store.episodic import (SCHEMA_LOCK_KEY, MemoryStore, NewEvent, StoreError,
+                                         floor_div_sql, record_rollup_shape)
 from robot_memory.store.facets import ComboIds, insert_facets
 from robot_memory.store.integrity import verify_chain
-from robot_memory.store.schema import SCHEMA_VERSION, chain_heads, events, store_info
+from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, chain_heads, events,
+                                       store_info)
 
 BATCH = 20_000
 
@@ -62,7 +67,7 @@ def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationR
     report = MigrationReport(version)
     if version == SCHEMA_VERSION:
         return report
-    if version != 1:
+    if version not in (1, 2):
         raise StoreError(f"store {store.url}: no migration from schema version {version}")
     report.events_verified_before = _verify_all(store, "before (the store is not intact)")
     stamp = stamp_ns if stamp_ns is not None else time.time_ns()
@@ -73,8 +78,14 @@ def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationR
             return MigrationReport(SCHEMA_VERSION)
         identities = list(conn.execute(select(chain_heads.c.identity_hash)
                                        .order_by(chain_heads.c.identity_hash)).scalars())
+        store.rollup = RollupShape()
+        record_rollup_shape(conn, store.rollup)
+        if version == 2:
+            conn.execute(text("DROP INDEX IF EXISTS ix_result_values_group"))
         for identity in identities:
-            report.results_indexed[identity] = _backfill(conn, identity)
+            report.results_indexed[identity] = (
+                _backfill(conn, identity, store.rollup) if version == 1
+                else _sum_rollups(conn, identity, store.rollup))
         conn.execute(update(store_info).where(store_info.c.key == "schema_version")
                      .values(value=str(SCHEMA_VERSION)))
         for identity in identities:
@@ -88,7 +99,29 @@ def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationR
     return report
 
 
-def _backfill(conn, identity: str) -> int:
+def _sum_rollups(conn, identity: str, rollup: RollupShape) -> int:
+    """The rollups of one identity's results, summed from its result rows in SQL (the
+    rows are in chain order by event id, so a block's first and last ids are its min and
+    max); returns how many results they hold."""
+    binds, size = {"ident": identity}, int(rollup.block)
+    conn.execute(text(
+        "INSERT INTO result_rollup (identity_hash, combo_id, bucket, seq_block, n, "
+        "min_event_id, max_event_id, max_stamp_ns, min_seq) "
+        f"SELECT identity_hash, combo_id, {floor_div_sql('stamp_ns', rollup.bucket_ns)}, "
+        f"(seq - 1) / {size}, count(*), min(event_id), max(event_id), max(stamp_ns), min(seq) "
+        "FROM result_facets WHERE identity_hash = :ident GROUP BY 1, 2, 3, 4"), binds)
+    conn.execute(text(
+        "INSERT INTO value_rollup (identity_hash, combo_id, source, name, value_repr, "
+        "seq_block, n, max_event_id, max_stamp_ns) "
+        "SELECT v.identity_hash, v.combo_id, v.source, v.name, v.value_repr, "
+        f"(f.seq - 1) / {size}, count(*), max(v.event_id), max(v.stamp_ns) "
+        "FROM result_values v JOIN result_facets f ON f.event_id = v.event_id "
+        "WHERE v.identity_hash = :ident GROUP BY 1, 2, 3, 4, 5, 6"), binds)
+    return conn.execute(text("SELECT count(*) FROM result_facets WHERE identity_hash = :ident"),
+                        binds).scalar_one()
+
+
+def _backfill(conn, identity: str, rollup: RollupShape) -> int:
     cursor, indexed, combos = 0, 0, ComboIds(identity)
     while True:
         batch = conn.execute(select(events.c.id, events.c.seq, events.c.stamp_ns,
@@ -96,7 +129,7 @@ def _backfill(conn, identity: str) -> int:
                              .where(events.c.identity_hash == identity,
                                     events.c.kind == EXECUTION_RESULT, events.c.seq > cursor)
                              .order_by(events.c.seq).limit(BATCH)).all()
-        indexed += insert_facets(conn, [tuple(row) for row in batch], combos)
+        indexed += insert_facets(conn, [tuple(row) for row in batch], combos, rollup)
         if len(batch) < BATCH:
             return indexed
         cursor = batch[-1][1]

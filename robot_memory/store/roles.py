@@ -41,6 +41,9 @@ RUNTIME_PRIVILEGES = {
     "result_combos": "SELECT, INSERT",
     "result_facets": "SELECT, INSERT",
     "result_values": "SELECT, INSERT",
+    # Its sums per block (schema 3): added to as results are appended.
+    "result_rollup": "SELECT, INSERT, UPDATE",
+    "value_rollup": "SELECT, INSERT, UPDATE",
 }
 DERIVED_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
 

@@ -1,6 +1,7 @@
-"""Schema 1 -> 2: a store written before the result facets existed is upgraded when it
-is opened (or by `robot-memory migrate`): verified before and after, logged as an
-event, no event rewritten, and consolidation goes on to the same facts."""
+"""Schema 1 -> 3 and 2 -> 3: a store written before the result facets (1) or their
+rollups (2) existed is upgraded when it is opened (or by `robot-memory migrate`):
+verified before and after, logged as an event, no event rewritten, and consolidation
+goes on to the same facts."""
 
 import shutil
 import sqlite3
@@ -21,10 +22,29 @@ from robot_memory.store.schema import SCHEMA_VERSION, result_combos, result_face
 
 IDENT, OTHER = "d" * 64, "e" * 64
 
+# What each older version has on disk that the current one does not, and lacks.
+ROLLUPS = ("result_rollup", "value_rollup")
+GROUP_INDEX = ("CREATE INDEX ix_result_values_group ON result_values (identity_hash, combo_id, "
+               "source, name, value_repr, event_id, stamp_ns)")
 
-def build_v1_store(path, consolidated_events: int = 150, later_events: int = 100) -> None:
-    """What version 1 left on disk: the log, a pass by the engine of that version over
-    part of it, and no result facets (the tables are dropped with raw SQL)."""
+
+def older_schema(version: int) -> list[str]:
+    """SQL that turns a current store into what `version` left on disk."""
+    if version == SCHEMA_VERSION:
+        return []
+    dropped = ROLLUPS + (("result_values", "result_facets", "result_combos")
+                         if version == 1 else ())
+    return ([f"DROP TABLE {table}" for table in dropped]
+            + ([GROUP_INDEX] if version == 2 else [])
+            + ["DELETE FROM store_info WHERE key LIKE 'rollup_%'",
+               f"UPDATE store_info SET value = '{version}' WHERE key = 'schema_version'"])
+
+
+def build_v1_store(path, consolidated_events: int = 150, later_events: int = 100,
+                   version: int = 1) -> None:
+    """What version 1 (or 2) left on disk: the log, a pass by the engine of that version
+    over part of it, and no result facets (or no rollups; the tables are dropped with raw
+    SQL)."""
     events = varied_events(consolidated_events + later_events)
     store = MemoryStore(f"sqlite:///{path}")
     part = store.partition(IDENT)
@@ -35,9 +55,8 @@ def build_v1_store(path, consolidated_events: int = 150, later_events: int = 100
     part.append_many(events[consolidated_events:])
     store.close()
     with closing(sqlite3.connect(path)) as conn:
-        for table in ("result_values", "result_facets", "result_combos"):
-            conn.execute(f"DROP TABLE {table}")
-        conn.execute("UPDATE store_info SET value = '1' WHERE key = 'schema_version'")
+        for statement in older_schema(version):
+            conn.execute(statement)
         conn.commit()
 
 
@@ -53,7 +72,7 @@ def test_a_v1_store_migrates_on_open_verifies_and_keeps_every_event(tmp_path):
     before = raw_events(path)
     store = MemoryStore(f"sqlite:///{path}")
     report = store.migration
-    assert report is not None and (report.from_version, report.to_version) == (1, 2)
+    assert report is not None and (report.from_version, report.to_version) == (1, 3)
     assert report.results_indexed == {IDENT: 251, OTHER: 20}
     assert report.events_verified_before == len(before)
     after = raw_events(path)
@@ -110,7 +129,7 @@ def test_robot_memory_migrate_command(tmp_path):
     command = [sys.executable, "-m", "robot_memory.cli", "migrate", "--db", f"sqlite:///{path}"]
     first = subprocess.run(command, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
-    assert "migrated schema 1 -> 2: indexed 271 execution results of 2 identities" in \
+    assert "migrated schema 1 -> 3: indexed 271 execution results of 2 identities" in \
         first.stdout
     again = subprocess.run(command, capture_output=True, text=True)
     assert again.returncode == 0 and "nothing to migrate" in again.stdout
@@ -136,9 +155,8 @@ def test_a_v1_store_migrates_on_postgresql(pg_url):
     store.close()
     engine = create_engine(pg_url)
     with engine.begin() as conn:  # what version 1 left: no result tables, version 1
-        for table in ("result_values", "result_facets", "result_combos"):
-            conn.execute(text(f"DROP TABLE {table}"))
-        conn.execute(text("UPDATE store_info SET value = '1' WHERE key = 'schema_version'"))
+        for statement in older_schema(1):
+            conn.execute(text(statement))
     engine.dispose()
     migrated = MemoryStore(pg_url)
     assert migrated.migration.results_indexed == {IDENT: 90}
@@ -147,3 +165,36 @@ def test_a_v1_store_migrates_on_postgresql(pg_url):
     assert consolidation_pass(part).events_read == 30
     assert facts_snapshot(part) == replay_snapshot(part)
     migrated.close()
+
+
+def rollup_rows(url):
+    """The rollups with each combo_id spelled out (ids depend on the order of indexing)."""
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        combos = {row[0]: tuple(row[1:]) for row in conn.execute(text(
+            "SELECT combo_id, identity_hash, skill_id, target_class, environment, zone, "
+            "success, failure_reason, has_observations, invalid_reason FROM result_combos"))}
+        rows = {table: sorted((combos[row[1]], *row[2:]) for row in conn.execute(text(
+            f"SELECT * FROM {table}"))) for table in ROLLUPS}
+    engine.dispose()
+    return rows
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_store_gets_the_rollups_appending_would_have_written(tmp_path, version):
+    """The migration sums the rollups in SQL (from 2) or by re-indexing (from 1); either
+    way they are the rows the current append writes for the same log."""
+    path, current = tmp_path / "old.db", tmp_path / "current.db"
+    build_v1_store(path, version=version)
+    build_v1_store(current, version=SCHEMA_VERSION)  # the same log, rolled up on append
+    store = MemoryStore(f"sqlite:///{path}")
+    assert (store.migration.from_version, store.migration.to_version) == (version, 3)
+    assert store.migration.results_indexed == {IDENT: 251, OTHER: 20}
+    with store.read() as conn:
+        indexes = conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'index'"
+                                       ).scalars().all()
+    assert "ix_result_values_group" not in indexes
+    store.close()
+    migrated = rollup_rows(f"sqlite:///{path}")
+    assert migrated == rollup_rows(f"sqlite:///{current}")
+    assert sum(row[3] for row in migrated["result_rollup"]) == 271  # n

@@ -1,7 +1,9 @@
 """The set-based pass against the per-event engine it replaced (test/oracle_consolidation.py):
 random streams cut into passes at random points, on SQLite and on a real PostgreSQL
-server. Every fact row (ids and provenance included), every consolidation state and
-every logged event must be the same bytes."""
+server, with rollup blocks of a few events so that passes read blocks whole from the
+rollups and the ends of their ranges from the result rows. Every fact row (ids and
+provenance included), every consolidation state and every logged event must be the
+same bytes."""
 
 import random
 import tempfile
@@ -16,6 +18,7 @@ from robot_memory.consolidation.consolidation_pass import replay_snapshot
 from robot_memory.consolidation.overrides import (record_freeze, record_operator_fact,
                                                   record_reset)
 from robot_memory.store import MemoryStore, NewEvent
+from robot_memory.store.schema import RollupShape
 
 IDENT = "c" * 64
 # Buckets of 10 s and a horizon of 20 buckets over stamps spread across 600 s: the
@@ -46,6 +49,11 @@ special = st.sampled_from([("invalid", {"skill_id": "", "success": True}),
 item = st.one_of(result.map(lambda r: ("result", r)), result.map(lambda r: ("result", r)),
                  result.map(lambda r: ("result", r)), special)
 stream = st.lists(item, max_size=40)
+# Rollup shapes: the pass's 10 s buckets as the rollup's (read in key order), as two
+# 5 s rollup buckets (regrouped by the database), or not a multiple (result rows only).
+SHAPES = [RollupShape(block=3, bucket_ns=10 * 10**9), RollupShape(block=4, bucket_ns=5 * 10**9),
+          RollupShape(block=5, bucket_ns=4 * 10**9), RollupShape()]
+shapes = st.sampled_from(SHAPES)
 
 
 def append_item(part, kind, body, index, scratch: Path):
@@ -67,10 +75,11 @@ def append_item(part, kind, body, index, scratch: Path):
         record_reset(part, "ops", "start over", stamp, scratch / f"archive_{index}.json")
 
 
-def run(engine, url: str, items, cuts: set[int], scratch: Path):
+def run(engine, url: str, items, cuts: set[int], scratch: Path,
+        rollup: RollupShape = RollupShape()):
     """Append the items, running a pass of `engine` before each cut, and twice at the
     end (the second must change nothing); returns everything the passes wrote."""
-    store = MemoryStore(url)
+    store = MemoryStore(url, rollup=rollup)
     part = store.partition(IDENT)
     for index, (kind, body) in enumerate(items):
         if index in cuts:
@@ -87,9 +96,10 @@ def run(engine, url: str, items, cuts: set[int], scratch: Path):
     return written, snapshot
 
 
-def check_equivalence(new_url: str, oracle_url: str, items, cuts: set[int]):
+def check_equivalence(new_url: str, oracle_url: str, items, cuts: set[int],
+                      rollup: RollupShape):
     with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
-        new, snapshot = run(consolidation_pass, new_url, items, cuts, Path(a))
+        new, snapshot = run(consolidation_pass, new_url, items, cuts, Path(a), rollup)
         old, _ = run(oracle_consolidation.consolidation_pass, oracle_url, items, cuts,
                      Path(b))
     facts, states, head, logged = new
@@ -106,24 +116,26 @@ def check_equivalence(new_url: str, oracle_url: str, items, cuts: set[int]):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(items=stream, cuts=st.sets(st.integers(0, 40), max_size=6))
-def test_same_facts_states_and_events_as_the_per_event_engine_on_sqlite(items, cuts):
+@given(items=stream, cuts=st.sets(st.integers(0, 40), max_size=6), rollup=shapes)
+def test_same_facts_states_and_events_as_the_per_event_engine_on_sqlite(items, cuts, rollup):
     with tempfile.TemporaryDirectory() as folder:
         check_equivalence(f"sqlite:///{folder}/new.db", f"sqlite:///{folder}/old.db",
-                          items, cuts)
+                          items, cuts, rollup)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(items=stream, cuts=st.sets(st.integers(0, 40), max_size=4))
+@given(items=stream, cuts=st.sets(st.integers(0, 40), max_size=4), rollup=shapes)
 def test_same_facts_states_and_events_as_the_per_event_engine_on_postgresql(
-        pg_server, items, cuts):
-    check_equivalence(pg_server.new_database(), pg_server.new_database(), items, cuts)
+        pg_server, items, cuts, rollup):
+    check_equivalence(pg_server.new_database(), pg_server.new_database(), items, cuts,
+                      rollup)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=st.lists(result.map(lambda r: ("result", r)), min_size=1, max_size=40),
-       cuts=st.sets(st.integers(0, 40), max_size=6), seed=st.integers(0, 1000))
-def test_idempotent_order_and_cut_invariant(items, cuts, seed):
+       cuts=st.sets(st.integers(0, 40), max_size=6), seed=st.integers(0, 1000),
+       rollup=shapes)
+def test_idempotent_order_and_cut_invariant(items, cuts, seed, rollup):
     shuffled = list(items)
     random.Random(seed).shuffle(shuffled)
     snapshots = []
@@ -131,7 +143,7 @@ def test_idempotent_order_and_cut_invariant(items, cuts, seed):
         for name, order, at in (("one", items, set()), ("cut", items, cuts),
                                 ("shuffled", shuffled, cuts)):
             snapshots.append(run(consolidation_pass, f"sqlite:///{folder}/{name}.db", order,
-                                 at, Path(folder))[1])
+                                 at, Path(folder), rollup)[1])
     assert snapshots[0] == snapshots[1] == snapshots[2]
 
 
@@ -150,8 +162,9 @@ def test_a_pass_over_many_events_matches_the_per_event_engine(tmp_path):
             "observations": {"mass_kg": rng.randint(1, 5) / 10}, "duration_s": 1.0,
             "intent_id": "", "notes": ""}, rng.randint(0, 5000) * 10**9))
     parts = []
-    for name in ("new", "old"):
-        part = MemoryStore(f"sqlite:///{tmp_path / name}.db").partition(IDENT)
+    for name, rollup in (("new", RollupShape(block=64, bucket_ns=5 * 10**9)),
+                         ("old", RollupShape())):
+        part = MemoryStore(f"sqlite:///{tmp_path / name}.db", rollup=rollup).partition(IDENT)
         part.append_many(events[:2000])
         parts.append(part)
     consolidation_pass(parts[0], CONFIG)

@@ -22,7 +22,7 @@ from robot_memory.errors import ConsolidationError, StoreFailure
 from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
 from robot_memory.store.engine import create_store_engine
 from robot_memory.store.bulk import insert_rows
-from robot_memory.store.facets import ComboIds, insert_facets
+from robot_memory.store.facets import ComboIds, floor_div_sql, insert_facets, roll_up_blocks
 from robot_memory.store.guards import guards_installed, install_append_only_guards
 from robot_memory.store.schema import (
     GENESIS_HASH,
@@ -178,10 +178,11 @@ class MemoryStore:
 
     def __init__(self, url: str, *, synchronous: str = "NORMAL", migrate: bool = True,
                  rollup: RollupShape = RollupShape()):
-        """rollup: the shape of the rollups, for a store created by this open (an existing
-        store keeps the shape it was created or migrated with)."""
+        """rollup: the shape of the rollups, for a store created or migrated by this open
+        (an existing store keeps the shape it was created or migrated with)."""
         self.url = url
         self.migration = None  # the MigrationReport, when this open upgraded the schema
+        self.rollup = rollup  # until the store's own is read (below)
         self.engine = create_store_engine(url, synchronous)
         self._writer = self.engine.execution_options(write=True)
         # SQLite's read transactions are snapshots already; PostgreSQL's default (read
@@ -252,14 +253,6 @@ def _whole_blocks(after_seq: int, until_seq: int, size: int) -> tuple[int, int] 
     (block b holds seq b*size+1 .. (b+1)*size), or None when it covers none."""
     first, end = -(-after_seq // size), until_seq // size
     return (first, end) if first < end else None
-
-
-def floor_div_sql(column: str, width: int) -> str:
-    """Floor division of an integer column by width, as Python's // (SQL truncates)."""
-    w = int(width)
-    if w == 1:
-        return column
-    return f"CASE WHEN {column} >= 0 THEN {column} / {w} ELSE -(({w - 1} - {column}) / {w}) END"
 
 
 @dataclass
@@ -351,8 +344,10 @@ class Partition:
             (ident, first_seq)).all())
         insert_facets(conn, [(ids[row[1]], row[1], row[3], payload)
                              for row, payload in zip(rows, kept)
-                             if row[2] == EXECUTION_RESULT], self._combos,
-                      self.store.rollup)
+                             if row[2] == EXECUTION_RESULT], self._combos)
+        # The blocks this append filled are summed now, once (facets.roll_up_blocks).
+        block = self.store.rollup.block
+        roll_up_blocks(conn, ident, self.store.rollup, (first_seq - 1) // block, seq // block)
         return [StoredEvent(ids[row[1]], row[1], row[2], row[3], payload, row[5], row[6])
                 for row, payload in zip(rows, kept)]
 

@@ -4,7 +4,6 @@ schema-2 migration), so that no pass decodes JSON."""
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 
@@ -140,10 +139,9 @@ _COMBO_COLUMNS = (*COMBO_FIELDS, "identity_hash")
 
 
 def insert_facets(conn: Connection, results: list[tuple[int, int, int, str | dict]],
-                  combo_ids: ComboIds, rollup: RollupShape) -> int:
+                  combo_ids: ComboIds) -> int:
     """Index (event id, seq, stamp_ns, payload_json) execution results of one identity
-    (the payload may be given decoded from that JSON already), and add them to the
-    rollups of their blocks; returns how many."""
+    (the payload may be given decoded from that JSON already); returns how many."""
     if not results:
         return 0
     decoded = [(event_id, seq, stamp_ns,
@@ -153,80 +151,51 @@ def insert_facets(conn: Connection, results: list[tuple[int, int, int, str | dic
     ids = combo_ids.ids_of(conn, {combo for *_, combo, _ in decoded})
     ident = combo_ids.identity_hash
     facets, values = [], []
-    outcome_sums: dict[tuple, list[int]] = {}
-    value_sums: dict[tuple, list[int]] = {}
     for event_id, seq, stamp_ns, combo, named in decoded:
         combo_id = ids[combo]
-        block = (seq - 1) // rollup.block
         facets.append((event_id, ident, seq, stamp_ns, combo_id))
         values += [(event_id, ident, combo_id, stamp_ns, source, name, value)
                    for source, name, value in named]
-        # Within a batch, rows come in chain order: ids and seqs only grow.
-        key = (combo_id, stamp_ns // rollup.bucket_ns, block)
-        sums = outcome_sums.get(key)
-        if sums is None:
-            outcome_sums[key] = [1, event_id, event_id, stamp_ns, seq]
-        else:
-            sums[0] += 1
-            sums[2] = event_id
-            if stamp_ns > sums[3]:
-                sums[3] = stamp_ns
-        for source, name, value in named:
-            key = (combo_id, source, name, value, block)
-            sums = value_sums.get(key)
-            if sums is None:
-                value_sums[key] = [1, event_id, stamp_ns]
-            else:
-                sums[0] += 1
-                sums[1] = event_id
-                if stamp_ns > sums[2]:
-                    sums[2] = stamp_ns
     insert_rows(conn, result_facets, _FACET_COLUMNS, facets)
     insert_rows(conn, result_values, _VALUE_COLUMNS, values)
-    add_to_rollups(conn, ident, [(*key, *sums) for key, sums in outcome_sums.items()],
-                   [(*key, *sums) for key, sums in value_sums.items()])
     return len(facets)
 
 
-def add_to_rollups(conn: Connection, identity_hash: str, outcomes: list[tuple],
-                   values: list[tuple]) -> None:
-    """Add partial sums to the rollup rows of their blocks (a row a block does not have
-    yet is inserted). outcomes: (combo_id, bucket, seq_block, n, min id, max id, max stamp,
-    min seq); values: (combo_id, source, name, value_repr, seq_block, n, max id, max stamp)."""
-    dialect = (conn.dialect.name, conn.dialect.paramstyle)
-    if outcomes:
-        conn.exec_driver_sql(_upsert_sql(*dialect, "result_rollup"),
-                             [(identity_hash, *row) for row in outcomes])
-    if values:
-        conn.exec_driver_sql(_upsert_sql(*dialect, "value_rollup"),
-                             [(identity_hash, *row) for row in values])
+def roll_up_blocks(conn: Connection, identity_hash: str, rollup: RollupShape,
+                   first_block: int, end_block: int) -> None:
+    """Sum the result rows of blocks [first_block, end_block) into the rollups. Call it
+    once per block, when the append that fills its last chain position has written its
+    rows (in that transaction): a block's rows never change after that. Two statements
+    for the range, run by the database; about 2 us a result, once."""
+    if first_block >= end_block:
+        return
+    size = int(rollup.block)
+    binds = {"ident": identity_hash, "lo": first_block * size, "hi": end_block * size}
+    conn.execute(text(
+        "INSERT INTO result_rollup (identity_hash, combo_id, bucket, seq_block, n, "
+        "min_event_id, max_event_id, max_stamp_ns, min_seq) "
+        f"SELECT identity_hash, combo_id, {floor_div_sql('stamp_ns', rollup.bucket_ns)}, "
+        f"(seq - 1) / {size}, count(*), min(event_id), max(event_id), max(stamp_ns), min(seq) "
+        "FROM result_facets WHERE identity_hash = :ident AND seq > :lo AND seq <= :hi "
+        "GROUP BY 1, 2, 3, 4"), binds)
+    # A block's values are its results' (the event-id range of the blocks, narrowed to
+    # their seqs by the facets: rows of other chains may sit between the ids).
+    conn.execute(text(
+        "INSERT INTO value_rollup (identity_hash, combo_id, source, name, value_repr, "
+        "seq_block, n, max_event_id, max_stamp_ns) "
+        "SELECT v.identity_hash, v.combo_id, v.source, v.name, v.value_repr, "
+        f"(f.seq - 1) / {size}, count(*), max(v.event_id), max(v.stamp_ns) "
+        "FROM result_facets f JOIN result_values v ON v.event_id = f.event_id "
+        "WHERE f.identity_hash = :ident AND f.seq > :lo AND f.seq <= :hi "
+        "GROUP BY 1, 2, 3, 4, 5, 6"), binds)
 
 
-# Each rollup's key, and its other columns with how two partial sums combine.
-_ROLLUPS = {
-    "result_rollup": (("identity_hash", "combo_id", "bucket", "seq_block"),
-                      (("n", "+"), ("min_event_id", "min"), ("max_event_id", "max"),
-                       ("max_stamp_ns", "max"), ("min_seq", "min"))),
-    "value_rollup": (("identity_hash", "combo_id", "source", "name", "value_repr", "seq_block"),
-                     (("n", "+"), ("max_event_id", "max"), ("max_stamp_ns", "max"))),
-}
-
-
-@functools.cache
-def _upsert_sql(dialect: str, paramstyle: str, table: str) -> str:
-    """INSERT ... ON CONFLICT DO UPDATE adding to the row (SQLite >= 3.24 and PostgreSQL
-    spell it alike; only the two-argument min/max differ)."""
-    key, sums = _ROLLUPS[table]
-    mark = "?" if paramstyle == "qmark" else "%s"
-    scalar = ({"min": "min", "max": "max"} if dialect == "sqlite"
-              else {"min": "LEAST", "max": "GREATEST"})
-    columns = (*key, *(name for name, _ in sums))
-    updates = ", ".join(
-        f"{name} = {table}.{name} + excluded.{name}" if how == "+"
-        else f"{name} = {scalar[how]}({table}.{name}, excluded.{name})" for name, how in sums)
-    return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
-            f"({', '.join([mark] * len(columns))}) ON CONFLICT ({', '.join(key)}) "
-            f"DO UPDATE SET {updates}")
+def floor_div_sql(column: str, width: int) -> str:
+    """Floor division of an integer column by width, as Python's // (SQL truncates)."""
+    w = int(width)
+    if w == 1:
+        return column
+    return f"CASE WHEN {column} >= 0 THEN {column} / {w} ELSE -(({w - 1} - {column}) / {w}) END"
 
 
 _FACET_COLUMNS = ("event_id", "identity_hash", "seq", "stamp_ns", "combo_id")

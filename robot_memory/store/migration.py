@@ -4,7 +4,8 @@ the upgrade is logged in each chain as a `schema_migration` event.
 
 1 -> 2: result_facets and result_values, back-filled from the stored execution results.
 2 -> 3: result_rollup and value_rollup, summed from result_facets and result_values by
-        the database; the index ix_result_values_group (which they replace) is dropped.
+        the database for every filled block; the index ix_result_values_group (which
+        they replace) is dropped.
 A store of version 1 goes to 3 in one step.
 """
 
@@ -17,8 +18,8 @@ from sqlalchemy import select, text, update
 
 from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
 from robot_memory.store.episodic import (SCHEMA_LOCK_KEY, MemoryStore, NewEvent, StoreError,
-                                         floor_div_sql, record_rollup_shape)
-from robot_memory.store.facets import ComboIds, insert_facets
+                                         record_rollup_shape)
+from robot_memory.store.facets import ComboIds, insert_facets, roll_up_blocks
 from robot_memory.store.integrity import verify_chain
 from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, chain_heads, events,
                                        store_info)
@@ -78,14 +79,13 @@ def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationR
             return MigrationReport(SCHEMA_VERSION)
         identities = list(conn.execute(select(chain_heads.c.identity_hash)
                                        .order_by(chain_heads.c.identity_hash)).scalars())
-        store.rollup = RollupShape()
-        record_rollup_shape(conn, store.rollup)
+        record_rollup_shape(conn, store.rollup)  # the shape asked for when opening
         if version == 2:
             conn.execute(text("DROP INDEX IF EXISTS ix_result_values_group"))
         for identity in identities:
-            report.results_indexed[identity] = (
-                _backfill(conn, identity, store.rollup) if version == 1
-                else _sum_rollups(conn, identity, store.rollup))
+            if version == 1:
+                _backfill(conn, identity)
+            report.results_indexed[identity] = _sum_rollups(conn, identity, store.rollup)
         conn.execute(update(store_info).where(store_info.c.key == "schema_version")
                      .values(value=str(SCHEMA_VERSION)))
         for identity in identities:
@@ -100,28 +100,16 @@ def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationR
 
 
 def _sum_rollups(conn, identity: str, rollup: RollupShape) -> int:
-    """The rollups of one identity's results, summed from its result rows in SQL (the
-    rows are in chain order by event id, so a block's first and last ids are its min and
-    max); returns how many results they hold."""
-    binds, size = {"ident": identity}, int(rollup.block)
-    conn.execute(text(
-        "INSERT INTO result_rollup (identity_hash, combo_id, bucket, seq_block, n, "
-        "min_event_id, max_event_id, max_stamp_ns, min_seq) "
-        f"SELECT identity_hash, combo_id, {floor_div_sql('stamp_ns', rollup.bucket_ns)}, "
-        f"(seq - 1) / {size}, count(*), min(event_id), max(event_id), max(stamp_ns), min(seq) "
-        "FROM result_facets WHERE identity_hash = :ident GROUP BY 1, 2, 3, 4"), binds)
-    conn.execute(text(
-        "INSERT INTO value_rollup (identity_hash, combo_id, source, name, value_repr, "
-        "seq_block, n, max_event_id, max_stamp_ns) "
-        "SELECT v.identity_hash, v.combo_id, v.source, v.name, v.value_repr, "
-        f"(f.seq - 1) / {size}, count(*), max(v.event_id), max(v.stamp_ns) "
-        "FROM result_values v JOIN result_facets f ON f.event_id = v.event_id "
-        "WHERE v.identity_hash = :ident GROUP BY 1, 2, 3, 4, 5, 6"), binds)
+    """The rollups of one identity's filled blocks, summed from its result rows by the
+    database (as appending them would have); returns how many results it holds."""
+    head = conn.execute(select(chain_heads.c.seq).where(
+        chain_heads.c.identity_hash == identity)).scalar_one()
+    roll_up_blocks(conn, identity, rollup, 0, head // rollup.block)
     return conn.execute(text("SELECT count(*) FROM result_facets WHERE identity_hash = :ident"),
-                        binds).scalar_one()
+                        {"ident": identity}).scalar_one()
 
 
-def _backfill(conn, identity: str, rollup: RollupShape) -> int:
+def _backfill(conn, identity: str) -> int:
     cursor, indexed, combos = 0, 0, ComboIds(identity)
     while True:
         batch = conn.execute(select(events.c.id, events.c.seq, events.c.stamp_ns,
@@ -129,7 +117,7 @@ def _backfill(conn, identity: str, rollup: RollupShape) -> int:
                              .where(events.c.identity_hash == identity,
                                     events.c.kind == EXECUTION_RESULT, events.c.seq > cursor)
                              .order_by(events.c.seq).limit(BATCH)).all()
-        indexed += insert_facets(conn, [tuple(row) for row in batch], combos, rollup)
+        indexed += insert_facets(conn, [tuple(row) for row in batch], combos)
         if len(batch) < BATCH:
             return indexed
         cursor = batch[-1][1]

@@ -41,9 +41,10 @@ RUNTIME_PRIVILEGES = {
     "result_combos": "SELECT, INSERT",
     "result_facets": "SELECT, INSERT",
     "result_values": "SELECT, INSERT",
-    # Its sums per block (schema 3): added to as results are appended.
-    "result_rollup": "SELECT, INSERT, UPDATE",
-    "value_rollup": "SELECT, INSERT, UPDATE",
+    # Its sums per block of the chain (schema 3): written once, by the append that fills
+    # the block, never changed.
+    "result_rollup": "SELECT, INSERT",
+    "value_rollup": "SELECT, INSERT",
 }
 DERIVED_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
 

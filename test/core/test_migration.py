@@ -18,9 +18,10 @@ from robot_memory.consolidation import consolidation_pass, facts_snapshot, repla
 from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
 from robot_memory.store import MemoryStore, NewEvent, verify_chain
 from robot_memory.store.episodic import StoreError
-from robot_memory.store.schema import SCHEMA_VERSION, result_combos, result_facets
+from robot_memory.store.schema import SCHEMA_VERSION, RollupShape, result_combos, result_facets
 
 IDENT, OTHER = "d" * 64, "e" * 64
+SMALL_BLOCKS = RollupShape(block=16)  # so that a few hundred events fill blocks
 
 # What each older version has on disk that the current one does not, and lacks.
 ROLLUPS = ("result_rollup", "value_rollup")
@@ -46,7 +47,7 @@ def build_v1_store(path, consolidated_events: int = 150, later_events: int = 100
     over part of it, and no result facets (or no rollups; the tables are dropped with raw
     SQL)."""
     events = varied_events(consolidated_events + later_events)
-    store = MemoryStore(f"sqlite:///{path}")
+    store = MemoryStore(f"sqlite:///{path}", rollup=SMALL_BLOCKS)
     part = store.partition(IDENT)
     part.append_many(events[:consolidated_events])
     part.append("execution_result", {"skill_id": "", "success": True}, 7)  # legacy row
@@ -187,14 +188,21 @@ def test_an_older_store_gets_the_rollups_appending_would_have_written(tmp_path, 
     path, current = tmp_path / "old.db", tmp_path / "current.db"
     build_v1_store(path, version=version)
     build_v1_store(current, version=SCHEMA_VERSION)  # the same log, rolled up on append
-    store = MemoryStore(f"sqlite:///{path}")
+    store = MemoryStore(f"sqlite:///{path}", rollup=SMALL_BLOCKS)
     assert (store.migration.from_version, store.migration.to_version) == (version, 3)
     assert store.migration.results_indexed == {IDENT: 251, OTHER: 20}
     with store.read() as conn:
         indexes = conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'index'"
                                        ).scalars().all()
     assert "ix_result_values_group" not in indexes
-    store.close()
     migrated = rollup_rows(f"sqlite:///{path}")
     assert migrated == rollup_rows(f"sqlite:///{current}")
-    assert sum(row[3] for row in migrated["result_rollup"]) == 271  # n
+    # Every filled block is summed (the last, partly filled block of each chain is not).
+    rolled_up = sum(row[3] for row in migrated["result_rollup"])  # n
+    with store.read() as conn:
+        expected = sum(conn.exec_driver_sql(
+            "SELECT count(*) FROM result_facets f WHERE seq <= "
+            "(SELECT seq FROM chain_heads h WHERE h.identity_hash = f.identity_hash) / 16 * 16"
+            ).scalars())
+    store.close()
+    assert rolled_up == expected and expected > 200

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 from sqlalchemy import Connection, select, text
 
@@ -83,7 +84,9 @@ class ComboIds:
                             .where(result_combos.c.identity_hash == self.identity_hash,
                                    result_combos.c.combo_id > self._committed_upto)).all()
         for row in rows:
-            self._committed[row[0]] = tuple(row[1:])
+            # Interned: 10^4 combinations share a few skills, environments and reasons.
+            self._committed[row[0]] = tuple(sys.intern(v) if type(v) is str else v
+                                            for v in row[1:])
         if rows:
             self._committed_upto = max(self._committed_upto, max(row[0] for row in rows))
         return self._committed

@@ -179,6 +179,9 @@ def scaling_child(events: int, facts: int, trials: int, raw: Path) -> None:
             assert report.events_read == events, report.summary()
             samples.append(seconds)
             seen.append(report.facts_touched)
+            # Let go of the report (10^4 changed facts) before the next trial's pass: what
+            # a pass's caller keeps afterwards is not the pass's memory.
+            del report
             partition.store.close()
     peak = peak_rss_bytes()
     print(json.dumps({"events": events, "fact_rows": seen[-1], **stats_ms(samples[1:]),

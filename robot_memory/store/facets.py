@@ -114,11 +114,14 @@ class ComboIds:
         lock). One identity's combos are only inserted under that lock, so whatever another
         process added since we last looked has ids past the newest we know: only those rows
         are read, not all of them again."""
-        missing = combos - self.ids.keys()
+        # Not `combos - self.ids.keys()`: that copies all 10^4 known keys into a set on
+        # every batch (a tenth of the logger's CPU at 1000 results/s).
+        ids = self.ids
+        missing = {combo for combo in combos if combo not in ids}
         if not missing:
             return self.ids
         self._rows_after(conn, self._newest)
-        missing -= self.ids.keys()
+        missing = {combo for combo in missing if combo not in ids}
         if missing:
             insert_rows(conn, result_combos, _COMBO_COLUMNS,
                         [(*combo, self.identity_hash) for combo in sorted(missing)])

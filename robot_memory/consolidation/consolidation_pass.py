@@ -247,11 +247,15 @@ def _change(key: GroupId, fact: RenderedFact | None, old: FactRow | None
     value_json = canonical_json(fact.value)
     if old is not None and _same(old, fact, value_json):
         return None
-    # The value is left out by building the fact anew (dataclasses.replace costs ~10x).
-    return FactChange(key[0], key[1], old, RenderedFact(
-        fact.kind, fact.key, None, fact.status, fact.confidence, fact.n_observations,
-        fact.last_supporting_event_id, fact.last_updated_ns, fact.conflict,
-        fact.rule_version), value_json)
+    return FactChange(key[0], key[1], old, _without_value(fact), value_json)
+
+
+def _without_value(fact: RenderedFact) -> RenderedFact:
+    """A copy of the fact with its value left out, made through its __dict__: the frozen
+    dataclass's __init__ costs 3x as much (dataclasses.replace 30x), once per change."""
+    lean = object.__new__(RenderedFact)
+    lean.__dict__.update(fact.__dict__, value=None)
+    return lean
 
 
 def compute(inputs: PassInputs, config: RulesConfig) -> PassResult:
@@ -278,13 +282,11 @@ def compute(inputs: PassInputs, config: RulesConfig) -> PassResult:
     return PassResult(rows, ordered, [c for c in map(_conflict_event, ordered) if c])
 
 
-def _fact_values(change: FactChange) -> dict[str, Any]:
+def _fact_write(change: FactChange) -> FactWrite:
     fact = change.new
-    return {"fact_value_json": change.value_json, "status": fact.status,
-            "confidence": fact.confidence, "n_observations": fact.n_observations,
-            "rule_version": fact.rule_version,
-            "last_supporting_event_id": fact.last_supporting_event_id,
-            "last_updated_ns": fact.last_updated_ns}
+    return FactWrite(change.old.id if change.old else None, change.kind, change.key,
+                     change.value_json, fact.status, fact.confidence, fact.n_observations,
+                     fact.rule_version, fact.last_supporting_event_id, fact.last_updated_ns)
 
 
 def run_payload(report: PassReport, inputs: PassInputs) -> dict[str, Any]:
@@ -346,8 +348,7 @@ def _run_pass(partition: Partition, config: RulesConfig, apply: bool, stamp_ns: 
         audit = [NewEvent(c["event_kind"], {k: v for k, v in c.items() if k != "event_kind"},
                           stamp) for c in result.conflicts]
         audit.append(NewEvent(CONSOLIDATION_RUN, run_payload(report, inputs), stamp))
-        facts = [FactWrite(c.old.id if c.old else None, c.kind, c.key, _fact_values(c))
-                 for c in result.changes]
+        facts = [_fact_write(c) for c in result.changes]
         written = partition.commit_pass(inputs.checkpoint.run_seq, inputs.reset_pending,
                                         result.states, facts, audit)
         report.run_event_id = written[-1].id

@@ -185,15 +185,24 @@ def read_inputs(partition: Partition, config: RulesConfig,
         for kind, groups in inputs.partials.groups.items():
             rule = RULES_BY_KIND[kind]
             stored = {} if inputs.reset_pending else \
-                partition.consolidation_states(kind, groups, conn)
+                _decoded(partition.consolidation_states(kind, groups, conn))
             for group, partial in groups.items():
-                keys.update((kind, key) for key in rule.fact_keys(group, partial))
-                if group in stored:
-                    state = inputs.stored_states[(kind, group)] = json.loads(stored[group])
-                    keys.update((kind, key) for key in rule.fact_keys(group, state))
+                keys.update([(kind, key) for key in rule.fact_keys(group, partial)])
+                state = stored.get(group)
+                if state is not None:
+                    inputs.stored_states[(kind, group)] = state
+                    keys.update([(kind, key) for key in rule.fact_keys(group, state)])
         if not inputs.reset_pending:
             inputs.existing = {(f.kind, f.key): f for f in partition.facts_by_key(keys, conn)}
     return inputs
+
+
+def _decoded(texts: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The stored states, decoded in one call: a json.loads per state costs half as much
+    again (its Python wrapper and whitespace checks run once per call)."""
+    if not texts:
+        return {}
+    return dict(zip(texts, json.loads(f"[{','.join(texts.values())}]")))
 
 
 # -- 2. compute (no I/O) --------------------------------------------------------------

@@ -354,9 +354,11 @@ def _run_pass(partition: Partition, config: RulesConfig, apply: bool, stamp_ns: 
     report.facts_touched = len(result.changes)
     if apply:
         stamp = stamp_ns if stamp_ns is not None else inputs.last_stamp_ns
+        # JSON values only (str keys): what decoding their canonical JSON gives back.
         audit = [NewEvent(c["event_kind"], {k: v for k, v in c.items() if k != "event_kind"},
-                          stamp) for c in result.conflicts]
-        audit.append(NewEvent(CONSOLIDATION_RUN, run_payload(report, inputs), stamp))
+                          stamp, as_decoded=True) for c in result.conflicts]
+        audit.append(NewEvent(CONSOLIDATION_RUN, run_payload(report, inputs), stamp,
+                              as_decoded=True))
         facts = [_fact_write(c) for c in result.changes]
         written = partition.commit_pass(inputs.checkpoint.run_seq, inputs.reset_pending,
                                         result.states, facts, audit)

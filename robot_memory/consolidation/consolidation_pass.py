@@ -35,6 +35,7 @@ from robot_memory.consolidation.override_plan import (OverridePlan, fact_as_rend
 from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND,
                                               STATUS_CONTESTED, STATUS_INVALIDATED, Partials,
                                               RenderedFact, RulesConfig)
+from robot_memory.consolidation.rules.base import OneFactPerGroup
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
                                      KNOWLEDGE_CONFLICT_RESOLVED)
 from robot_memory.store.episodic import (ConcurrentPass, FactRow, FactWrite, NewEvent,
@@ -186,11 +187,17 @@ def read_inputs(partition: Partition, config: RulesConfig,
             rule = RULES_BY_KIND[kind]
             stored = {} if inputs.reset_pending else \
                 _decoded(partition.consolidation_states(kind, groups, conn))
+            # A rule whose one fact per group has the group's key: no need to ask.
+            one_fact = type(rule).fact_keys is OneFactPerGroup.fact_keys
             for group, partial in groups.items():
-                keys.update([(kind, key) for key in rule.fact_keys(group, partial)])
                 state = stored.get(group)
                 if state is not None:
                     inputs.stored_states[(kind, group)] = state
+                if one_fact:
+                    keys.add((kind, group))
+                    continue
+                keys.update([(kind, key) for key in rule.fact_keys(group, partial)])
+                if state is not None:
                     keys.update([(kind, key) for key in rule.fact_keys(group, state)])
         if not inputs.reset_pending:
             inputs.existing = {(f.kind, f.key): f for f in partition.facts_by_key(keys, conn)}

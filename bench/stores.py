@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from robot_memory.consolidation import consolidation_pass
+from robot_memory.consolidation.rules.timeline import TIMELINE_LAYOUT
 from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.manifest import load_manifest
 from robot_memory.records import validate_record
@@ -107,7 +108,9 @@ def cached_store(events: int, facts: int, consolidated: bool = True) -> Path:
     """Path of a SQLite file holding `events` results over a key space of ~`facts` facts
     (and, if consolidated, the facts of one pass over them); built if absent."""
     CACHE.mkdir(exist_ok=True)
-    name = f"{GENERATOR}_events{events}_facts{facts}{'_consolidated' if consolidated else ''}"
+    # A consolidated store holds states as this code writes them (the layout in its name).
+    name = (f"{GENERATOR}_events{events}_facts{facts}"
+            f"{f'_consolidated_t{TIMELINE_LAYOUT}' if consolidated else ''}")
     path = CACHE / f"{name}.db"
     if path.exists():
         return path

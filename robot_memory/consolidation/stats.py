@@ -71,7 +71,7 @@ def _quantiles(items: list[tuple[float, int]], ps: tuple[float, ...]) -> list[fl
         index_of = partial(bisect_right, ends)
     out = []
     for p in ps:
-        p_num, p_den = _ratio(p)
+        p_num, p_den = _RATIOS.get(p) or _ratio(p)
         low_index, rest = divmod(p_num * (n - 1), p_den)
         low = items[index_of(low_index)][0]
         if rest == 0:
@@ -94,10 +94,13 @@ def _quantile(items: list[tuple[float, int]], p: float) -> float:
     return _quantiles(items, (p,))[0]
 
 
+_QUARTILES = (0.25, 0.5, 0.75)
+
+
 def band(bag: Multiset) -> dict[str, float]:
     """Median and interquartile band: robust to a few wild attempts."""
     items = _sorted_items(bag)  # once: exact conversion and sorting dominate the cost
-    q1, median, q3 = _quantiles(items, (0.25, 0.5, 0.75))
+    q1, median, q3 = _quantiles(items, _QUARTILES)
     return {"median": median, "q1": q1, "q3": q3, "min": items[0][0], "max": items[-1][0]}
 
 

@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, delete, func, insert, inspect, select, text, update
 from sqlalchemy.dialects import postgresql
@@ -282,14 +282,24 @@ class ResultAggregates:
     values: Iterable[ValueBatch]
 
 
-@dataclass(frozen=True)
-class FactWrite:
-    """A fact a pass writes: a new row (row_id None) or an update of row `row_id`."""
+class FactWrite(NamedTuple):
+    """A fact a pass writes: a new row (row_id None) or an update of row `row_id`. A
+    tuple: a pass writes thousands, and the columns go to the driver as they are."""
 
     row_id: int | None
     kind: str
     key: str
-    values: dict[str, Any]
+    fact_value_json: str
+    status: str
+    confidence: float
+    n_observations: int
+    rule_version: str
+    last_supporting_event_id: int
+    last_updated_ns: int
+
+
+# The columns of a FactWrite after its row id, kind and key, in order.
+_FACT_WRITE_COLUMNS = FactWrite._fields[3:]
 
 
 # FactRow's fields in order, its parsed value (left None) after the first three.
@@ -651,18 +661,16 @@ class Partition:
         if not facts:
             return
         mark = _placeholder(conn)
-        columns = list(facts[0].values)
-        new_rows = [(self.identity_hash, f.kind, f.key, *(f.values[c] for c in columns))
-                    for f in facts if f.row_id is None]
+        ident = self.identity_hash
+        new_rows = [(ident, *f[1:]) for f in facts if f.row_id is None]
         if new_rows:
-            names = ", ".join(["identity_hash", "fact_kind", "fact_key", *columns])
-            marks = ", ".join([mark] * (3 + len(columns)))
+            names = ", ".join(["identity_hash", "fact_kind", "fact_key", *_FACT_WRITE_COLUMNS])
+            marks = ", ".join([mark] * (3 + len(_FACT_WRITE_COLUMNS)))
             conn.exec_driver_sql(f"INSERT INTO semantic_facts ({names}) VALUES ({marks})",
                                  new_rows)
-        updates = [(*(f.values[c] for c in columns), f.row_id)
-                   for f in facts if f.row_id is not None]
+        updates = [(*f[3:], f.row_id) for f in facts if f.row_id is not None]
         if updates:
-            assignments = ", ".join(f"{c} = {mark}" for c in columns)
+            assignments = ", ".join(f"{c} = {mark}" for c in _FACT_WRITE_COLUMNS)
             conn.exec_driver_sql(f"UPDATE semantic_facts SET {assignments} WHERE id = {mark}",
                                  updates)
 

@@ -10,7 +10,7 @@ import pytest
 
 from helpers import result_event
 from robot_memory.consolidation import RulesConfig, consolidation_pass
-from robot_memory.consolidation.rules.timeline import (_VIEW_KEYS_KEPT, decayed_totals,
+from robot_memory.consolidation.rules.timeline import (_VIEW_RUNS_KEPT, decayed_totals,
                                                        recent_and_older)
 from robot_memory.store import MemoryStore
 
@@ -47,7 +47,7 @@ def random_state(rng, buckets):
                                               rng.randrange(2)] for k in keys}}}
 
 
-@pytest.mark.parametrize("buckets", [1, 5, 40, _VIEW_KEYS_KEPT + 50])
+@pytest.mark.parametrize("buckets", [1, 5, 40, 4 * _VIEW_RUNS_KEPT])
 def test_cached_weights_give_the_formula_bits(buckets):
     rng = random.Random(buckets)
     config = RulesConfig(time_bucket_s=3600.0, recent_window_s=6 * 3600.0)

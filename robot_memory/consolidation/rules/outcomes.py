@@ -57,10 +57,10 @@ def _weighted(totals: list[float]) -> dict[str, float]:
             "failures": failures + safety}
 
 
-def _half_lives(config: RulesConfig) -> list[float]:
+def _half_lives(config: RulesConfig) -> tuple[float, float, float]:
     """Successes and ordinary failures fade with half_life_s, safety failures with the
     longer safety_half_life_s."""
-    return [config.half_life_s, config.half_life_s, config.safety_half_life_s]
+    return config.half_life_s, config.half_life_s, config.safety_half_life_s
 
 
 def weighted_outcomes(state: dict[str, Any], config: RulesConfig) -> dict[str, float]:
@@ -98,10 +98,21 @@ def rate_block(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, An
 
 def rate_view(state: dict[str, Any], config: RulesConfig
               ) -> tuple[dict[str, Any], float, dict[str, Any]]:
-    """rate_block and contradiction from one walk over the timeline (what render needs)."""
-    totals, recent, older = timeline_totals(state, _half_lives(config), config)
-    block, confidence = _rate_block(_weighted(totals))
-    return block, confidence, _contradiction(recent, older, config)
+    """rate_block and contradiction from one walk over the timeline (what render needs).
+    The same arithmetic as _weighted, _rate_block and _contradiction, written out: it
+    runs for every rate group a pass touches."""
+    (successes, failures, safety), recent, older = timeline_totals(
+        state, _half_lives(config), config)
+    n = successes + failures + safety
+    block = {"n": round(n, 6), "successes": round(successes, 6),
+             "rate": round(successes / n, 6) if n else 0.0}
+    n_recent, n_older = sum(recent), sum(older)
+    z = two_proportion_z(recent[SUCCESS], n_recent, older[SUCCESS], n_older)
+    conflict = {"recent": {"n": n_recent, "successes": recent[SUCCESS]},
+                "older": {"n": n_older, "successes": older[SUCCESS]}, "z": round(z, 6),
+                "contested": (min(n_recent, n_older) >= config.contest_min_observations
+                              and abs(z) >= config.contest_z)}
+    return block, wilson_confidence(successes, n), conflict
 
 
 def merge_outcomes(state: dict[str, Any], partial: dict[str, Any], config: RulesConfig) -> None:

@@ -1,63 +1,167 @@
 """Per-key event-time timeline: outcome counts per time bucket.
 
-State layout: state["timeline"] = {"bucket_s": w, "buckets": {"<bucket>": [c0, c1, ...]},
-"ancient": [c0, c1, ...]}. Column meaning is up to the rule (e.g. successes, failures,
-safety failures). Buckets far behind the newest are folded into "ancient"; because the
-newest bucket only grows, the fold is the same whatever the pass boundaries.
+State layout: state["timeline"] = {"bucket_s": w, "ancient": [c0, c1, ...],
+"first": first bucket (null while empty), "gaps": [[gap, times], ...],
+"columns": [[c0 of each bucket], [c1 ...], ...]}. The buckets are kept in ascending
+order: the first one, then the gaps to the next as runs (hourly buckets of a busy day
+are "[[1, 23]]"); each column holds the counts of every bucket, or is [] when they are
+all 0. A state is a few short lists of small integers: cheap to decode, to add to and to
+encode again. Column meaning is up to the rule (e.g. successes, failures, safety
+failures). Buckets far behind the newest (the last) are folded into "ancient"; because
+the newest bucket only grows, the fold is the same whatever the pass boundaries.
+
+States stored before this layout ({"buckets": {"<bucket>": [c0, c1, ...]}, "newest",
+"oldest"}) are read as well; the next merge rewrites them in this layout.
 """
 
 from __future__ import annotations
 
 import math
-from itertools import compress
+from bisect import bisect_left
+from itertools import groupby
+from operator import mul, sub
 from typing import Any
 
 from robot_memory.consolidation.rules.base import ConsolidationConfigError, RulesConfig
 
+# The stored layout of a timeline (1: a dict of buckets; 2: runs of gaps and columns).
+# States of an older layout are read and rewritten; the benchmarks' cached stores are
+# named by it.
+TIMELINE_LAYOUT = 2
 
 
-def _timeline_of(state: dict[str, Any], width: int, config: RulesConfig) -> dict[str, Any]:
-    """The state's timeline, made empty on first use; ConsolidationConfigError when it was
-    built with another time_bucket_s (its buckets would not line up)."""
-    timeline = state.get("timeline")
-    if timeline is None:
-        timeline = state["timeline"] = {"bucket_s": config.time_bucket_s, "buckets": {},
-                                        "ancient": [0] * width, "newest": None,
-                                        "oldest": None}
-    elif timeline["bucket_s"] != config.time_bucket_s:
+def _check_width(timeline: dict[str, Any], config: RulesConfig) -> None:
+    if timeline["bucket_s"] != config.time_bucket_s:
         raise ConsolidationConfigError(
             f"state was built with time_bucket_s={timeline['bucket_s']}, config says "
             f"{config.time_bucket_s}; rebuild the facts with `robot-memory replay`")
+
+
+def _keys(first: int | None, gaps: list[list[int]]) -> list[int]:
+    """The bucket numbers, ascending."""
+    if first is None:
+        return []
+    keys = [first]
+    for gap, times in gaps:
+        last = keys[-1]
+        keys += range(last + gap, last + gap * times + 1, gap)
+    return keys
+
+
+def _runs(keys: list[int]) -> list[list[int]]:
+    """The gaps between ascending bucket numbers, as [gap, times] runs."""
+    return [[gap, len(list(run))] for gap, run in groupby(map(sub, keys[1:], keys))]
+
+
+def _laid_out(keys: list[int], columns: list[list[int]], ancient: list[int],
+              bucket_s: float) -> dict[str, Any]:
+    return {"bucket_s": bucket_s, "ancient": ancient, "first": keys[0] if keys else None,
+            "gaps": _runs(keys), "columns": [column if any(column) else []
+                                             for column in columns]}
+
+
+def _from_layout_1(timeline: dict[str, Any]) -> dict[str, Any]:
+    """A timeline stored as {"buckets": {"<bucket>": row}, ...} in the current layout."""
+    keyed = sorted((int(bucket), row) for bucket, row in timeline["buckets"].items())
+    width = len(timeline["ancient"])
+    columns = [list(column) for column in zip(*[row for _, row in keyed])] if keyed else \
+        [[] for _ in range(width)]
+    return _laid_out([bucket for bucket, _ in keyed], columns, timeline["ancient"],
+                     timeline["bucket_s"])
+
+
+def _timeline_of(state: dict[str, Any], width: int, config: RulesConfig) -> dict[str, Any]:
+    """The state's timeline in the current layout, made empty on first use;
+    ConsolidationConfigError when it was built with another time_bucket_s (its buckets
+    would not line up)."""
+    timeline = state.get("timeline")
+    if timeline is None:
+        timeline = state["timeline"] = {"bucket_s": config.time_bucket_s,
+                                        "ancient": [0] * width, "first": None, "gaps": [],
+                                        "columns": [[] for _ in range(width)]}
+        return timeline
+    _check_width(timeline, config)
+    if "buckets" in timeline:  # stored in layout 1: rewritten in this one
+        timeline = state["timeline"] = _from_layout_1(timeline)
     return timeline
+
 
 def timeline_add(state: dict[str, Any], stamp_ns: int, column: int, width: int,
                  config: RulesConfig) -> None:
+    """One event's outcome (the per-record path)."""
+    row = [0] * width
+    row[column] = 1
+    timeline_merge(state, {config.bucket(stamp_ns): row}, width, config)
+
+
+def timeline_merge(state: dict[str, Any], counts: dict[int, list[int]], width: int,
+                   config: RulesConfig) -> None:
+    """Add per-bucket counts (from a GROUP BY) to the timeline: the same state as
+    timeline_add once per counted event, in any order (the horizon fold depends only
+    on the newest bucket, which only grows)."""
     timeline = _timeline_of(state, width, config)
-    bucket = config.bucket(stamp_ns)
-    newest = timeline["newest"]
-    if newest is None or bucket > newest:
-        newest = timeline["newest"] = bucket
-        _fold_stale(timeline, newest - config.horizon_buckets())
-    if bucket < newest - config.horizon_buckets():
-        timeline["ancient"][column] += 1
-    else:
-        row = timeline["buckets"].get(str(bucket))
-        if row is None:
-            row = timeline["buckets"][str(bucket)] = [0] * width
-            if timeline["oldest"] is None or bucket < timeline["oldest"]:
-                timeline["oldest"] = bucket
-        row[column] += 1
-
-
-def _fold_stale(timeline: dict[str, Any], oldest_kept: int) -> None:
-    """Move buckets older than the horizon into 'ancient' (only when the newest moves;
-    'oldest' makes the common nothing-to-do case O(1))."""
-    if timeline["oldest"] is None or timeline["oldest"] >= oldest_kept:
+    if not counts or _merged_at_the_end(timeline, counts, config):
         return
-    for stale in [b for b in timeline["buckets"] if int(b) < oldest_kept]:
-        for i, count in enumerate(timeline["buckets"].pop(stale)):
-            timeline["ancient"][i] += count
-    timeline["oldest"] = min(map(int, timeline["buckets"]), default=None)
+    keys = _keys(timeline["first"], timeline["gaps"])
+    columns = [column or [0] * len(keys) for column in timeline["columns"]]
+    ancient = timeline["ancient"]
+    newest = max(counts) if not keys else max(keys[-1], max(counts))
+    oldest_kept = newest - config.horizon_buckets()
+    for bucket in sorted(counts):
+        row = counts[bucket]
+        if bucket < oldest_kept:
+            for i, count in enumerate(row):
+                ancient[i] += count
+            continue
+        at = len(keys) if not keys or bucket > keys[-1] else bisect_left(keys, bucket)
+        if at < len(keys) and keys[at] == bucket:
+            for into, count in zip(columns, row):
+                into[at] += count
+        else:
+            keys.insert(at, bucket)
+            for into, count in zip(columns, row):
+                into.insert(at, count)
+    if keys[0] < oldest_kept:  # the newest moved on: fold what fell behind the horizon
+        cut = bisect_left(keys, oldest_kept)
+        for i, into in enumerate(columns):
+            ancient[i] += sum(into[:cut])
+            del into[:cut]
+        del keys[:cut]
+    state["timeline"] = _laid_out(keys, columns, ancient, timeline["bucket_s"])
+
+
+def _merged_at_the_end(timeline: dict[str, Any], counts: dict[int, list[int]],
+                       config: RulesConfig) -> bool:
+    """The common case, done in place: new events fall in the last bucket or after it,
+    and nothing falls behind the horizon. False (nothing done) otherwise."""
+    first, gaps = timeline["first"], timeline["gaps"]
+    if first is None:
+        return False
+    last, size = first, 1
+    for gap, times in gaps:
+        last += gap * times
+        size += times
+    if min(counts) < last or first < max(counts) - config.horizon_buckets():
+        return False
+    columns = timeline["columns"]
+    for bucket in sorted(counts):
+        if bucket > last:
+            if gaps and gaps[-1][0] == bucket - last:
+                gaps[-1][1] += 1
+            else:
+                gaps.append([bucket - last, 1])
+            last = bucket
+            size += 1
+            for column in columns:
+                if column:
+                    column.append(0)
+        for i, count in enumerate(counts[bucket]):
+            if count:
+                column = columns[i]
+                if not column:  # all 0 so far: written out
+                    column += [0] * size
+                column[-1] += count
+    return True
 
 
 # Decay weights by (bucket width, half-life) and age in buckets: every group of a pass
@@ -80,26 +184,28 @@ def _weights(width: float, half_life: float, ages: list[int]) -> list[float]:
         return [table[age] for age in ages]
 
 
-# What a timeline's bucket keys mean for decay and the contradiction test depends only
-# on the keys, the newest bucket and the config. The groups of a pass mostly share them
-# (the same recent hours), so each short combination is worked out once: the weight of
-# every bucket per half-life and which buckets are recent.
-_VIEWS: dict[tuple, tuple[dict[float, list[float]], list[bool], list[bool]]] = {}
+# What a timeline's buckets mean for decay and the contradiction test depends only on
+# the gaps between them (their ages behind the newest) and the config. The groups of a
+# pass mostly share them (the same recent hours), so each combination of a few runs is
+# worked out once: the weight of every bucket per half-life, and where the recent ones
+# start.
+_VIEWS: dict[tuple, tuple[dict[float, list[float]], int]] = {}
 _VIEWS_KEPT = 512  # combinations kept (a few KB each); the cache starts afresh beyond this
-_VIEW_KEYS_KEPT = 256  # longer timelines are worked out each time (from _WEIGHTS)
+_VIEW_RUNS_KEPT = 64  # timelines of more runs are worked out each time (from _WEIGHTS)
 
 
-def _view(keys: tuple[str, ...], newest: int, width: float, window: int,
-          half_lives_s: tuple[float, ...]
-          ) -> tuple[dict[float, list[float]], list[bool], list[bool]]:
-    """(half-life -> weight of each bucket, is-recent mask, is-older mask) of these keys."""
-    cache_key = (keys, newest, width, window, half_lives_s)
+def _view(runs: tuple[tuple[int, int], ...], width: float, window: int,
+          half_lives_s: tuple[float, ...]) -> tuple[dict[float, list[float]], int]:
+    """(half-life -> weight of each bucket, index of the first recent bucket) of buckets
+    this far apart (runs of [gap, times]), oldest first."""
+    cache_key = (runs, width, window, half_lives_s)
     view = _VIEWS.get(cache_key)
     if view is None:
-        ages = [newest - int(b) for b in keys]
+        keys = _keys(0, runs)
+        ages = [keys[-1] - key for key in keys]
         view = ({half_life: _weights(width, half_life, ages) for half_life in half_lives_s},
-                [age < window for age in ages], [age >= window for age in ages])
-        if len(keys) <= _VIEW_KEYS_KEPT:
+                bisect_left(keys, keys[-1] - window + 1))
+        if len(runs) <= _VIEW_RUNS_KEPT:
             if len(_VIEWS) >= _VIEWS_KEPT:
                 _VIEWS.clear()
             _VIEWS[cache_key] = view
@@ -108,24 +214,25 @@ def _view(keys: tuple[str, ...], newest: int, width: float, window: int,
 
 def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: RulesConfig
                     ) -> tuple[list[float], list[int], list[int]]:
-    """decayed_totals and recent_and_older in one walk over the buckets (list
-    comprehensions over columns: a Python loop per bucket and column costs 3x)."""
+    """decayed_totals and recent_and_older in one walk over the columns."""
     timeline = state["timeline"]
-    buckets, ancient = timeline["buckets"], timeline["ancient"]
+    if "buckets" in timeline:  # stored in layout 1 (read as it is, not rewritten here)
+        timeline = _from_layout_1(timeline)
+    columns, ancient = timeline["columns"], timeline["ancient"]
+    if timeline["first"] is None:
+        return [0.0 for _ in zip(half_lives_s, columns)], [0] * len(ancient), list(ancient)
     width = config.time_bucket_s
-    weights_of, recent_mask, older_mask = _view(
-        tuple(buckets), timeline["newest"], width,
-        max(1, math.ceil(config.recent_window_s / width)), tuple(half_lives_s))
-    rows = list(buckets.values())
-    columns = list(zip(*rows)) if rows else [()] * len(ancient)
-    # fsum over exact integer counts times fixed weights: independent of order.
-    totals = [math.fsum([count * weight for count, weight in zip(column, weights_of[half_life])
-                         if count])
+    weights_of, first_recent = _view(tuple(map(tuple, timeline["gaps"])), width,
+                                     max(1, math.ceil(config.recent_window_s / width)),
+                                     tuple(half_lives_s))
+    # fsum over exact integer counts times fixed weights: independent of order (a zero
+    # count adds an exact 0.0, an all-zero column is []).
+    totals = [math.fsum(map(mul, column, weights_of[half_life]))
               for half_life, column in zip(half_lives_s, columns)]
-    recent_rows = list(compress(rows, recent_mask))
     # Integer column sums: exact in any order.
-    recent = [sum(c) for c in zip(*recent_rows)] if recent_rows else [0] * len(ancient)
-    return totals, recent, [sum(c) for c in zip(ancient, *compress(rows, older_mask))]
+    recent = [sum(column[first_recent:]) for column in columns]
+    older = [old + sum(column[:first_recent]) for old, column in zip(ancient, columns)]
+    return totals, recent, older
 
 
 def decayed_totals(state: dict[str, Any], half_lives_s: list[float],
@@ -139,32 +246,3 @@ def recent_and_older(state: dict[str, Any], config: RulesConfig) -> tuple[list[i
     """Raw counts per column inside the recent window and before it (ancient included)."""
     _, recent, older = timeline_totals(state, [], config)
     return recent, older
-
-
-def timeline_merge(state: dict[str, Any], counts: dict[int, list[int]], width: int,
-                   config: RulesConfig) -> None:
-    """Add per-bucket counts (from a GROUP BY) to the timeline: the same state as
-    timeline_add once per counted event, in any order (the horizon fold depends only
-    on the newest bucket, which only grows)."""
-    timeline = _timeline_of(state, width, config)
-    if not counts:
-        return
-    newest = max(counts) if timeline["newest"] is None else max(timeline["newest"],
-                                                                 max(counts))
-    timeline["newest"] = newest
-    oldest_kept = newest - config.horizon_buckets()
-    kept, ancient = timeline["buckets"], timeline["ancient"]
-    for bucket, row in counts.items():
-        if bucket < oldest_kept:
-            for i, count in enumerate(row):
-                ancient[i] += count
-            continue
-        into = kept.get(str(bucket))
-        if into is None:
-            kept[str(bucket)] = list(row)
-        else:
-            for i, count in enumerate(row):
-                into[i] += count
-    if timeline["oldest"] is not None and timeline["oldest"] < oldest_kept:
-        _fold_stale(timeline, oldest_kept)
-    timeline["oldest"] = min(map(int, kept), default=None)

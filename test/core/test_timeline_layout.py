@@ -16,9 +16,9 @@ from helpers import result_event
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import RulesConfig, consolidation_pass, facts_snapshot
 from robot_memory.consolidation.consolidation_pass import replay_snapshot
-from robot_memory.consolidation.rules.timeline import (_keys, decayed_totals,
+from robot_memory.consolidation.rules.timeline import (_keys, decayed_totals, packed,
                                                        recent_and_older, timeline_add,
-                                                       timeline_merge)
+                                                       timeline_merge, unpacked)
 from robot_memory.store import MemoryStore
 
 # Buckets of 10 s, a horizon of 40 buckets: streams below span 60 of them.
@@ -61,9 +61,9 @@ def in_passes(items, cuts: set[int], grouped: bool) -> str:
     for start, end in zip(bounds, bounds[1:]):
         state = json.loads(text)
         if grouped:
-            counts: dict[int, list[int]] = {}
+            counts: dict[int, int] = {}
             for bucket, column in items[start:end]:
-                counts.setdefault(bucket, [0] * WIDTH)[column] += 1
+                counts[bucket] = counts.get(bucket, 0) + packed(column, 1)
             timeline_merge(state, counts, WIDTH, CONFIG)
         else:
             for bucket, column in items[start:end]:
@@ -110,9 +110,9 @@ def test_a_state_of_the_earlier_layout_reads_and_merges_the_same(items, more, cu
     assert decayed_totals(old, HALF_LIVES, CONFIG) == decayed_totals(state, HALF_LIVES, CONFIG)
     assert recent_and_older(old, CONFIG) == recent_and_older(state, CONFIG)
     assert "buckets" in old["timeline"]  # reading did not rewrite it
-    counts: dict[int, list[int]] = {}
+    counts: dict[int, int] = {}
     for bucket, column in more:
-        counts.setdefault(bucket, [0] * WIDTH)[column] += 1
+        counts[bucket] = counts.get(bucket, 0) + packed(column, 1)
     timeline_merge(old, counts, WIDTH, CONFIG)
     timeline_merge(state, counts, WIDTH, CONFIG)
     assert canonical_json(old) == canonical_json(state)
@@ -161,3 +161,13 @@ def test_an_empty_timeline_totals_to_zero(config):
     timeline_merge(state, {}, WIDTH, config)
     assert decayed_totals(state, HALF_LIVES, config) == [0.0, 0.0, 0.0]
     assert recent_and_older(state, config) == ([0, 0, 0], [0, 0, 0])
+
+
+@given(rows=st.lists(st.lists(st.integers(0, 2**63 // 8), min_size=3, max_size=3),
+                    max_size=8))
+def test_packed_rows_add_up_exactly(rows):
+    """A pass adds a bucket's counts as packed ints: column totals up to 2^63 (more
+    events than 64-bit ids can number) add up exactly, nothing carried into the next
+    column."""
+    total = sum(packed(column, count) for row in rows for column, count in enumerate(row))
+    assert unpacked(total, 3) == [sum(row[c] for row in rows) for c in range(3)]

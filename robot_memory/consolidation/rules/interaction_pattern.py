@@ -51,7 +51,7 @@ class InteractionPattern:
                 "last_stamp_ns": 0}
         part["failures"] += count
         entry["count"] += count
-        add_counts(entry["buckets"], bucket, 0, count, width=1)
+        add_counts(entry["buckets"], bucket, 0, count)
         if max_id > entry["last_event_id"]:
             entry["last_event_id"] = max_id
         if max_stamp > entry["last_stamp_ns"]:

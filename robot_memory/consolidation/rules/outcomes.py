@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from robot_memory.consolidation.rules.base import RulesConfig, r6
-from robot_memory.consolidation.rules.timeline import (decayed_totals, recent_and_older,
-                                                       timeline_add, timeline_merge,
-                                                       timeline_totals)
+from robot_memory.consolidation.rules.timeline import (COLUMN_BITS, decayed_totals,
+                                                       recent_and_older, timeline_add,
+                                                       timeline_merge, timeline_totals)
 from robot_memory.consolidation.stats import two_proportion_z, wilson_confidence
 from robot_memory.records import ExecutionRecord
 
@@ -21,12 +21,13 @@ def outcome_column(record: ExecutionRecord, config: RulesConfig) -> int:
     return SAFETY_FAILURE if record.failure_reason in config.safety_failure_reasons else FAILURE
 
 
-def add_counts(buckets: dict[int, list[int]], bucket: int, column: int, count: int,
-               width: int = 3) -> None:
-    row = buckets.get(bucket)
-    if row is None:
-        row = buckets[bucket] = [0] * width
-    row[column] += count
+def add_counts(buckets: dict[int, int], bucket: int, column: int, count: int) -> None:
+    """Add `count` to one column of a partial timeline's bucket (rows packed: see
+    timeline.packed)."""
+    buckets[bucket] = buckets.get(bucket, 0) + (count << (COLUMN_BITS * column))
+
+
+_SHIFTS = tuple(COLUMN_BITS * column for column in (SUCCESS, FAILURE, SAFETY_FAILURE))
 
 
 def note_outcome_row(part: dict[str, Any], success: int, failure_reason: str, bucket: int,
@@ -36,11 +37,8 @@ def note_outcome_row(part: dict[str, Any], success: int, failure_reason: str, bu
     row of a range, so written out: helper calls and max() cost a fifth more."""
     column = SUCCESS if success else (
         SAFETY_FAILURE if failure_reason in config.safety_failure_reasons else FAILURE)
-    buckets = part["buckets"]
-    row = buckets.get(bucket)
-    if row is None:
-        row = buckets[bucket] = [0, 0, 0]
-    row[column] += count
+    buckets = part["buckets"]  # rows packed (timeline.packed)
+    buckets[bucket] = buckets.get(bucket, 0) + (count << _SHIFTS[column])
     if max_id > part["last_event_id"]:
         part["last_event_id"] = max_id
     if max_stamp > part["last_stamp_ns"]:

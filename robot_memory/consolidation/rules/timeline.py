@@ -30,6 +30,23 @@ from robot_memory.consolidation.rules.base import ConsolidationConfigError, Rule
 TIMELINE_LAYOUT = 2
 
 
+# A pass's per-bucket counts (the partial timelines it adds up from GROUP BY rows) keep
+# the counts of one bucket packed into one int, column c at bit COLUMN_BITS * c: about
+# half the memory of a list of ints, for the 10^5 buckets of a pass over 10^6 events.
+# Exact: a count stays below 2^63 (events have 64-bit ids).
+COLUMN_BITS = 64
+_COLUMN_MASK = (1 << COLUMN_BITS) - 1
+
+
+def packed(column: int, count: int) -> int:
+    """`count` events in `column`, as a packed row to add to a bucket's."""
+    return count << (COLUMN_BITS * column)
+
+
+def unpacked(row: int, width: int) -> list[int]:
+    return [(row >> (COLUMN_BITS * column)) & _COLUMN_MASK for column in range(width)]
+
+
 def _check_width(timeline: dict[str, Any], config: RulesConfig) -> None:
     if timeline["bucket_s"] != config.time_bucket_s:
         raise ConsolidationConfigError(
@@ -89,16 +106,15 @@ def _timeline_of(state: dict[str, Any], width: int, config: RulesConfig) -> dict
 def timeline_add(state: dict[str, Any], stamp_ns: int, column: int, width: int,
                  config: RulesConfig) -> None:
     """One event's outcome (the per-record path)."""
-    row = [0] * width
-    row[column] = 1
-    timeline_merge(state, {config.bucket(stamp_ns): row}, width, config)
+    timeline_merge(state, {config.bucket(stamp_ns): packed(column, 1)}, width, config)
 
 
-def timeline_merge(state: dict[str, Any], counts: dict[int, list[int]], width: int,
+def timeline_merge(state: dict[str, Any], packed_counts: dict[int, int], width: int,
                    config: RulesConfig) -> None:
-    """Add per-bucket counts (from a GROUP BY) to the timeline: the same state as
-    timeline_add once per counted event, in any order (the horizon fold depends only
-    on the newest bucket, which only grows)."""
+    """Add per-bucket counts (from a GROUP BY; bucket -> packed row) to the timeline:
+    the same state as timeline_add once per counted event, in any order (the horizon
+    fold depends only on the newest bucket, which only grows)."""
+    counts = {bucket: unpacked(row, width) for bucket, row in packed_counts.items()}
     timeline = _timeline_of(state, width, config)
     if not counts or _merged_at_the_end(timeline, counts, config):
         return

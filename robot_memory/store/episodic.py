@@ -562,6 +562,15 @@ class Partition:
             row = conn.execute(query).first()
         return _event_from_row(row) if row else None
 
+    def latest_payload_json(self, kind: str, conn: Connection) -> tuple[int, int, str] | None:
+        """(seq, id, payload as stored) of the newest event of this kind, undecoded: a
+        caller that needs a few fields of a large payload parses only those."""
+        mark = _placeholder(conn)
+        row = conn.exec_driver_sql(
+            f"SELECT seq, id, payload_json FROM events WHERE identity_hash = {mark} "
+            f"AND kind = {mark} ORDER BY seq DESC LIMIT 1", (self.identity_hash, kind)).first()
+        return (row[0], row[1], row[2]) if row else None
+
     def _latest_seq(self, kind: str, conn: Connection) -> int:
         """seq of the newest event of this kind (0 if none), without reading its payload
         (a run's lists every fact it touched: thousands of keys to decode for one number)."""

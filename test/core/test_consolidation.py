@@ -1,3 +1,4 @@
+import json
 import random
 
 import pytest
@@ -5,8 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import (CONSOLIDATION_RUN, ConcurrentPass, RulesConfig,
                                         consolidation_pass, facts_snapshot)
+from robot_memory.consolidation.checkpoint import _leading_fields
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.manifest import load_manifest
 from robot_memory.records import validate_record
@@ -175,9 +178,9 @@ class ResultsArriveMidPass(Partition):
         super().__init__(store, identity_hash)
         self.writer, self.arriving = writer, arriving
 
-    def latest_event(self, kind, conn=None):
-        found = super().latest_event(kind, conn=conn)
-        if conn is not None and self.arriving:
+    def latest_payload_json(self, kind, conn):
+        found = super().latest_payload_json(kind, conn)
+        if self.arriving:
             batch, self.arriving = self.arriving, []
             self.writer.append_many(batch)
         return found
@@ -219,3 +222,20 @@ def test_a_pass_built_on_a_run_that_is_no_longer_the_newest_is_refused(tmp_path)
     assert (facts_snapshot(part), part.count_events()) == before
     with pytest.raises(ConcurrentPass):
         part.commit_pass(0, False, [], [], [])
+
+
+def test_the_checkpoint_is_read_from_the_run_s_leading_fields(db_url):
+    """The pass reads last_seq and override_seq without decoding the run's list of
+    touched facts; a run payload without the fields after them (an older release's)
+    is decoded whole, with the same checkpoint."""
+    part = MemoryStore(db_url).partition(IDENT)
+    part.append_many([result(i) for i in range(5)])
+    consolidation_pass(part)
+    with part.store.read() as conn:
+        _, _, stored = part.latest_payload_json(CONSOLIDATION_RUN, conn)
+    full = json.loads(stored)
+    lean = _leading_fields(stored)
+    assert (lean["last_seq"], lean["override_seq"]) == (full["last_seq"], full["override_seq"])
+    assert "touched_facts" not in lean and full["touched_facts"]
+    older = {k: v for k, v in full.items() if k not in ("reset", "override_seq")}
+    assert _leading_fields(canonical_json(older)) == older

@@ -172,7 +172,7 @@ def roll_up_blocks(conn: Connection, identity_hash: str, rollup: RollupShape,
     """Sum the result rows of blocks [first_block, end_block) into the rollups. Call it
     once per block, when the append that fills its last chain position has written its
     rows (in that transaction): a block's rows never change after that. Two statements
-    for the range, run by the database; about 2 us a result, once."""
+    for the range, run by the database: a few milliseconds a block of 4,096."""
     if first_block >= end_block:
         return
     size = int(rollup.block)
@@ -184,8 +184,8 @@ def roll_up_blocks(conn: Connection, identity_hash: str, rollup: RollupShape,
         f"(seq - 1) / {size}, count(*), min(event_id), max(event_id), max(stamp_ns), min(seq) "
         "FROM result_facets WHERE identity_hash = :ident AND seq > :lo AND seq <= :hi "
         "GROUP BY 1, 2, 3, 4"), binds)
-    # A block's values are its results' (the event-id range of the blocks, narrowed to
-    # their seqs by the facets: rows of other chains may sit between the ids).
+    # A block's values are those of its results (joined by event id: the values carry
+    # no chain position).
     conn.execute(text(
         "INSERT INTO value_rollup (identity_hash, combo_id, source, name, value_repr, "
         "seq_block, n, max_event_id, max_stamp_ns) "

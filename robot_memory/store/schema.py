@@ -143,8 +143,10 @@ Index("ix_result_values_event", result_values.c.event_id)
 
 # The facets and values again, summed per block of chain positions (block b holds seq
 # b*size+1 .. (b+1)*size) and, for outcomes, per event-time bucket (RollupShape, fixed
-# when the store is created and kept in store_info), added to as results are appended. A pass over a long range reads the blocks it covers whole from here (tens of
-# rows where the results are 10^5) and only the ends of the range from the rows above.
+# when the store is created and kept in store_info), written once by the append that
+# fills the block (facets.roll_up_blocks). A pass over a long range reads the blocks it
+# covers whole from here (hundreds of rows where the results are 10^5, on a stream of a
+# few keys) and only the ends of the range from the rows above.
 # Every column is a count, a min or a max: blocks add up to exactly what grouping the
 # results themselves gives. Clustered by the order the pass groups in (WITHOUT ROWID),
 # so SQLite streams the groups from the primary key without sorting.

@@ -54,6 +54,7 @@ class GroundingServer(ManagedMemoryNode):
         self.partition = None
         self.run_event_id = 0
         self.reloads = 0
+        self._missing_run = 0  # a newer run the store showed at the last check (0: none)
         self.audit: AuditWriter | None = None
         self.answers = 0
         self._index_lock = threading.Lock()  # one writer of self.index at a time
@@ -162,7 +163,33 @@ class GroundingServer(ManagedMemoryNode):
         response.explanation_text = format_explanation(explanation)
         return response
 
+    def _catch_up(self) -> None:
+        """A delta lost on the way (published before this subscription matched the
+        consolidator's new publisher: the topic is volatile) would leave the index
+        behind until the next pass, an hour away by default. So each diagnostics period
+        the store's checkpoint is read, and a run still missing one period later (not
+        merely in flight) is loaded from the store."""
+        partition = self.partition
+        if self.index is None or partition is None:
+            return
+        with partition.store.read() as conn:
+            newest = read_checkpoint(partition, conn).run_event_id
+        if newest <= self.run_event_id:
+            self._missing_run = 0
+            return
+        if self._missing_run and newest >= self._missing_run:
+            self.get_logger().warning(f"no facts delta for run {self._missing_run} (have run "
+                                      f"{self.run_event_id}); reloading from the store")
+            self._reload()
+            self._missing_run = 0
+            return
+        self._missing_run = newest
+
     def _publish_diagnostics(self) -> None:
+        try:
+            self._catch_up()
+        except Exception as exc:  # a store outage: the next period tries again
+            self.get_logger().warning(f"could not read the checkpoint: {exc}")
         values = {"answers": self.answers, "identity_hash": self.gate.identity_hash or "",
                   "index_facts": self.index.size if self.index else 0,
                   "index_run_event_id": self.run_event_id, "index_reloads": self.reloads}

@@ -218,3 +218,23 @@ def test_override_service_and_cli_take_effect_on_the_running_stack(probe, start_
     assert freeze.returncode == 0, freeze.stderr
     wait_until(lambda: (d := probe.diagnostics.get("consolidator")) and d.get("frozen") == "true",
                20, "the consolidator to report FROZEN")
+
+
+def test_the_grounding_server_catches_up_with_a_run_it_heard_nothing_about(
+        probe, start_stack, certified_hash, db_url):
+    """A facts delta can be lost on the way (published before a new subscription has
+    matched: the topic is volatile). Here a pass runs outside the stack, so no delta is
+    published at all: the grounding server still serves its facts, read from the store
+    within a few diagnostics periods, not an hour later at the next pass."""
+    start_stack(period_s=3600.0)
+    probe.wait_identity()
+    wait_active(probe, "grounding_server")
+    before = probe.grounding.query("manipulation.grasp", "glass_cup", "sim_relaxed")
+    assert (before.status, before.reason_code) == ("ABSTAIN", "no_fact")
+    part = MemoryStore(db_url).partition(certified_hash)
+    part.append_many([result_event(i) for i in range(8)])
+    assert consolidation_pass(part).applied
+    served = wait_until(lambda: (a := probe.grounding.query(
+        "manipulation.grasp", "glass_cup", "sim_relaxed")).status == "OK" and a, 20,
+        "the grounding server to load the run from the store")
+    assert served.facts[0].n_observations == 8

@@ -46,7 +46,7 @@ ROLLUP_KEYS = {"block": "rollup_block", "bucket_ns": "rollup_bucket_ns"}
 SCHEMA_LOCK_KEY = 0x524D454D  # pg_advisory_xact_lock key for schema creation
 
 
-# Results in a range read with just the combinations it uses (see ComboIds.for_range).
+# Results in a range read with just the combinations it uses (ComboIds.for_short_range).
 SHORT_RANGE = 20_000
 
 
@@ -470,7 +470,7 @@ class Partition:
         # A short range (a consolidator's tick) reads the combinations it uses; a long one
         # all of them, kept for the next pass (rows are only added).
         if blocks is None and until_seq - after_seq <= SHORT_RANGE:
-            combos = self._combos.for_range(conn, pieces[0][0], pieces[0][1], short=True)
+            combos = self._combos.for_short_range(conn, pieces[0][0], pieces[0][1])
         else:
             combos = self._combos.committed(conn)
         block_binds = ({"ident": ident, "b_lo": blocks[0], "b_hi": blocks[1]}

@@ -102,10 +102,11 @@ class ComboIds:
             {**binds, "ident": self.identity_hash}).all()
         return {row[0]: tuple(row[1:]) for row in rows}
 
-    def for_range(self, conn: Connection, facets_where: str, binds: dict,
-                  short: bool) -> dict[int, Combo]:
-        """The combinations a pass over a range needs (read transactions only)."""
-        if short and not self._committed_upto:
+    def for_short_range(self, conn: Connection, facets_where: str, binds: dict
+                        ) -> dict[int, Combo]:
+        """The combinations a pass over a short range needs (read transactions only):
+        those it uses, or all of them once they are cached anyway."""
+        if not self._committed_upto:
             return self.referenced(conn, facets_where, binds)
         return self.committed(conn)
 

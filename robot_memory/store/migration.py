@@ -83,9 +83,9 @@ def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationR
         if version == 2:
             conn.execute(text("DROP INDEX IF EXISTS ix_result_values_group"))
         for identity in identities:
-            if version == 1:
-                _backfill(conn, identity)
-            report.results_indexed[identity] = _sum_rollups(conn, identity, store.rollup)
+            report.results_indexed[identity] = (
+                _backfill(conn, identity) if version == 1 else _results_indexed(conn, identity))
+            _sum_rollups(conn, identity, store.rollup)
         conn.execute(update(store_info).where(store_info.c.key == "schema_version")
                      .values(value=str(SCHEMA_VERSION)))
         for identity in identities:
@@ -99,12 +99,15 @@ def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationR
     return report
 
 
-def _sum_rollups(conn, identity: str, rollup: RollupShape) -> int:
+def _sum_rollups(conn, identity: str, rollup: RollupShape) -> None:
     """The rollups of one identity's filled blocks, summed from its result rows by the
-    database (as appending them would have); returns how many results it holds."""
+    database (as appending them would have)."""
     head = conn.execute(select(chain_heads.c.seq).where(
         chain_heads.c.identity_hash == identity)).scalar_one()
     roll_up_blocks(conn, identity, rollup, 0, head // rollup.block)
+
+
+def _results_indexed(conn, identity: str) -> int:
     return conn.execute(text("SELECT count(*) FROM result_facets WHERE identity_hash = :ident"),
                         {"ident": identity}).scalar_one()
 

@@ -195,6 +195,14 @@ class Ingest:
                 lambda: self._done_upto() >= target or not self._thread.is_alive(), timeout) \
                 and self._done_upto() >= target
 
+    def write_now(self) -> None:
+        """Have the writer write what is queued now, without waiting for it: the intake
+        calls it after each round, so that the writer runs while the intake sleeps
+        instead of both contending for the interpreter at once."""
+        with self._cond:
+            self._flush_requested = True
+            self._cond.notify()
+
     def _done_upto(self) -> int:
         """Every item up to this seq is committed (or, an acknowledged one, failed)."""
         waiting = [s for s in (self._in_flight, self._queue[0].seq if self._queue else None)

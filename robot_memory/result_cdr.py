@@ -1,66 +1,101 @@
-"""An ExecutionResult's fields read from its serialized (CDR) bytes by rosbags.
+"""An ExecutionResult's fields read straight from its serialized (CDR) bytes.
 
-The logger takes results from the reader as bytes and has rosbags decode them, instead
-of letting rclpy build a message object (a Header, a Time and a KeyValue object per
-entry, each through its Python constructor and checked setters): that was the largest
-single cost per result. rosbags' objects carry the message's field names, so
-`records.message_fields` reads them as it reads rclpy's.
+The logger takes results from the reader as bytes and reads the fields here, instead of
+letting rclpy build a message object (a Header, a Time and a KeyValue object per entry,
+each through its Python constructor and checked setters): that was the largest single
+cost per result. A general decoder (rosbags, which reads the bags) builds such objects
+too; this one reads the one layout with `struct` straight into the plain data that
+`records.message_fields` makes of a message, in about half of rosbags' time.
 
-Only what both decoders read alike is read here: plain little-endian CDR (what ROS 2's
-DDS middlewares write for these types) and strings without a NUL (rclpy's conversion
-cuts a string at its first NUL). For anything else, or bytes that do not parse,
-`result_fields_from_cdr` returns None and the caller lets rclpy deserialize them, so it
-is rclpy that says what is wrong. ROS-free.
+Only what rclpy reads alike is read here: plain little-endian CDR (what ROS 2's DDS
+middlewares write for these types), strings of valid UTF-8 without a NUL (rclpy's
+conversion cuts a string at its first NUL) and bools that are 0 or 1. For anything
+else, or bytes that do not parse, `result_fields_from_cdr` returns None and the caller
+lets rclpy deserialize them, so it is rclpy that says what is wrong. ROS-free.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+from struct import Struct
+from struct import error as StructError
 from typing import Any
 
-from robot_memory.msg_files import our_msg_dir
-from robot_memory.records import message_fields
+from robot_memory.records import pairs_to_dict
 
 CDR_LE = b"\x00\x01"  # encapsulation id of plain little-endian CDR (XCDR1)
-RESULT_TYPE = "robot_memory/msg/ExecutionResult"
-# The standard types a result holds (rosbags' full Kilted store would cost ~6 MB).
-STANDARD_DEFINITIONS = {"builtin_interfaces/msg/Time": "int32 sec\nuint32 nanosec\n",
-                        "std_msgs/msg/Header": "builtin_interfaces/Time stamp\nstring frame_id\n"}
+# Positions are absolute in the bytes; CDR aligns relative to the end of the 4-byte
+# encapsulation header, which changes nothing for 4-byte alignment but does for 8.
+_HEADER = 4
+_MAX_PADDING = 3  # serializers may pad the payload to a multiple of 4 bytes
+_u32, _i32_u32, _f64 = (Struct("<I").unpack_from, Struct("<iI").unpack_from,
+                        Struct("<d").unpack_from)
 
 
-@lru_cache(maxsize=1)
-def _typestore():
-    """A rosbags type store holding ExecutionResult and what it is made of, or None
-    where the .msg files are nowhere to be found (rclpy then decodes everything)."""
-    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-    msg_dir = our_msg_dir()
-    if msg_dir is None:
-        return None
-    types = {}
-    for name, text in STANDARD_DEFINITIONS.items():
-        types.update(get_types_from_msg(text, name))
-    for name in ("KeyValue", "ExecutionResult"):
-        types.update(get_types_from_msg((msg_dir / f"{name}.msg").read_text(),
-                                        f"robot_memory/msg/{name}"))
-    store = get_typestore(Stores.EMPTY)
-    store.register({k: v for k, v in types.items() if k not in store.fielddefs})
-    return store
+class _Unread(Exception):
+    """Bytes this reader leaves to rclpy."""
+
+
+def _text(data: bytes, pos: int) -> tuple[str, int]:
+    """(string, position after it) of the CDR string whose length is at `pos` (aligned
+    here): a length counting the terminating NUL, the UTF-8 bytes, the NUL."""
+    pos += -pos & 3
+    (size,) = _u32(data, pos)
+    end = pos + 3 + size  # the terminating NUL
+    if not size or data[end] or data.find(0, pos + 4, end) >= 0:
+        raise _Unread
+    return data[pos + 4:end].decode(), end + 1  # invalid UTF-8: UnicodeDecodeError
+
+
+def _pairs(data: bytes, pos: int) -> tuple[list[tuple[str, float]], int]:
+    """(KeyValue[] as (key, value) pairs, position after them)."""
+    pos += -pos & 3
+    (count,) = _u32(data, pos)
+    pos += 4
+    if count > len(data):  # every entry takes bytes: a corrupt count, not a long loop
+        raise _Unread
+    pairs = []
+    for _ in range(count):
+        key, pos = _text(data, pos)
+        pos += -(pos - _HEADER) & 7
+        pairs.append((key, _f64(data, pos)[0]))
+        pos += 8
+    return pairs, pos
 
 
 def result_fields_from_cdr(data: bytes) -> dict[str, Any] | None:
     """`message_fields` of the serialized ExecutionResult `data`, or None when rclpy
     must decode it (see above). Raises InvalidRecord for a duplicate key, as
     `message_fields` does."""
-    store = _typestore()
-    if store is None or data[:2] != CDR_LE:
+    if data[:2] != CDR_LE:
         return None
+    # The fields in .msg order (header: stamp.sec, stamp.nanosec, frame_id).
     try:
-        msg = store.deserialize_cdr(data, RESULT_TYPE)
-    except Exception:  # noqa: BLE001 - whatever rosbags cannot read, rclpy judges
+        sec, nanosec = _i32_u32(data, _HEADER)
+        _, pos = _text(data, _HEADER + 8)  # frame_id: not kept, but read as rclpy reads it
+        skill_id, pos = _text(data, pos)
+        target_class, pos = _text(data, pos)
+        environment, pos = _text(data, pos)
+        zone, pos = _text(data, pos)
+        parameters, pos = _pairs(data, pos)
+        observations, pos = _pairs(data, pos)
+        success = data[pos]
+        if success > 1:
+            return None
+        failure_reason, pos = _text(data, pos + 1)
+        pos += -(pos - _HEADER) & 7
+        (duration_s,) = _f64(data, pos)
+        intent_id, pos = _text(data, pos + 8)
+        notes, pos = _text(data, pos)
+    except (_Unread, StructError, IndexError, UnicodeDecodeError):
         return None
-    texts = (msg.header.frame_id, msg.skill_id, msg.target_class, msg.environment, msg.zone,
-             msg.failure_reason, msg.intent_id, msg.notes,
-             *(kv.key for kv in msg.parameters), *(kv.key for kv in msg.observations))
-    if any("\0" in text for text in texts):
+    if len(data) - pos > _MAX_PADDING:
         return None
-    return message_fields(msg)
+    return {
+        "stamp_ns": sec * 1_000_000_000 + nanosec,
+        "skill_id": skill_id, "target_class": target_class,
+        "environment": environment, "zone": zone,
+        "parameters": pairs_to_dict("parameters", parameters),
+        "observations": pairs_to_dict("observations", observations),
+        "success": success == 1, "failure_reason": failure_reason,
+        "duration_s": duration_s, "intent_id": intent_id, "notes": notes,
+    }

@@ -182,18 +182,23 @@ class EpisodicLogger(ManagedMemoryNode):
         topic, and any message-lost report. Those event handlers are polled here too: in
         the executor's wait set, every arriving message woke it (the subscription's DDS
         listener signals them), which cost about as much as taking the message."""
+        taken_any = False
         for topic, subscription in list(self._result_subscriptions.items()):
             with subscription.handle:
                 for _ in range(TAKE_AT_MOST):
                     taken = subscription.handle.take_message(subscription.msg_type, True)
                     if taken is None:
                         break
+                    taken_any = True
                     self.on_execution_result(taken[0], topic)
             for handler in self._lost_events.get(topic, ()):
                 handler._ready_to_take_data = True  # rclpy offers no public poll
                 info = handler.take_data()
                 if info is not None and info.total_count_change > 0:
                     self.on_message_lost(info)
+        ingest = self.ingest
+        if taken_any and ingest is not None:
+            ingest.write_now()
 
     def on_execution_result(self, data: bytes, topic: str) -> None:
         """One result taken from a topic, serialized."""

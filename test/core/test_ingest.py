@@ -62,6 +62,21 @@ def test_topic_results_are_written_in_batches_in_arrival_order(part, make_ingest
     assert verify_chain(part).ok
 
 
+def test_write_now_has_the_writer_write_without_waiting_for_its_period(part, make_ingest):
+    """The intake calls write_now after each round: what it queued is written then, not
+    at the writer's next period (an hour here)."""
+    ingest = make_ingest(part, flush_period_s=3600.0)
+    time.sleep(0.2)  # the writer is now waiting out its period
+    for i in range(50):
+        assert ingest.submit(ingest.take(fields(i), "execution_results"))
+    ingest.write_now()
+    deadline = time.monotonic() + 30.0
+    while ingest.written < 50 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ingest.written == 50 and ingest.pending == 0
+    assert intents(part) == [f"r{i}" for i in range(50)]
+
+
 def test_an_acknowledged_write_lands_after_what_was_pending_and_only_once_committed(
         part, make_ingest):
     ingest = make_ingest(part, flush_period_s=60.0)  # only the acknowledged write flushes

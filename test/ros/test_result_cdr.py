@@ -85,6 +85,15 @@ def test_bytes_it_does_not_read_are_left_to_rclpy():
     # A bool that is neither 0 nor 1 (its byte follows the last sequence here).
     bool_at = data.index(struct.pack("<d", 25.0)) + 8
     assert result_fields_from_cdr(data[:bool_at] + b"\x02" + data[bool_at + 1:]) is None
+    # A sequence count past the end of the bytes, invalid UTF-8, bytes after the message.
+    count_at = data.index(b"\x08\x00\x00\x00force_n") - 4  # parameters: count, key length
+    assert data[count_at:count_at + 4] == struct.pack("<I", 1)
+    assert result_fields_from_cdr(
+        data[:count_at] + struct.pack("<I", 2**31) + data[count_at + 4:]) is None
+    key_at = data.index(b"force_n")
+    assert result_fields_from_cdr(data[:key_at] + b"\xff" + data[key_at + 1:]) is None
+    assert result_fields_from_cdr(data + bytes(8)) is None
+    assert result_fields_from_cdr(data) == message_fields(msg)
     # The conversion the logger uses then lets rclpy decide: it reads the other encoding.
     assert serialized_result_fields(data) == message_fields(msg)
     with pytest.raises(Exception):

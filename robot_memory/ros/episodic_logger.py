@@ -27,6 +27,7 @@ from rclpy.task import Future as RosFuture
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
 from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteFailed
+from robot_memory.log_throttle import LogThrottle, held_back
 from robot_memory.msg import ExecutionResult
 from robot_memory.records import InvalidRecord
 from robot_memory.ros.conversions import result_fields, serialized_result_fields
@@ -68,6 +69,7 @@ class IntakeThread:
 
     def __init__(self, period_s: float, take, logger):
         self._period, self._take, self._logger = period_s, take, logger
+        self._throttle = LogThrottle()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="logger-intake", daemon=True)
         self._thread.start()
@@ -77,7 +79,9 @@ class IntakeThread:
             try:
                 self._take()
             except Exception as exc:  # a bad round must not end the intake silently
-                self._logger.error(f"intake failed: {exc!r}", throttle_duration_sec=1.0)
+                held = self._throttle.admit("intake failed")
+                if held is not None:
+                    self._logger.error(f"intake failed: {exc!r}{held_back(held)}")
 
     def stop(self) -> None:
         """Stop, and return once the round in progress (if any) has ended."""
@@ -99,6 +103,9 @@ class EpisodicLogger(ManagedMemoryNode):
         self._intake: IntakeThread | None = None
         self._lost_events: dict = {}
         self._result_subscriptions: dict = {}
+        # Rejections are counted one by one, but logged at most once a second per topic
+        # and reason: a flood of bad results must not cost a log line each.
+        self._log_throttle = LogThrottle(1.0)
         # Counts of earlier activations (an Ingest lives from activate to deactivate).
         self._before = Counter()
         self._before_rejected: Counter[str] = Counter()
@@ -169,12 +176,14 @@ class EpisodicLogger(ManagedMemoryNode):
             refused = ingest.refuse_invalid(exc, source)
         except Refused as exc:
             refused = exc
-        text = f"rejected execution result on {source}: {refused.detail} " \
-               f"(reason {refused.reason})"
-        if refused.reason == "store_full":  # every result now: say it loudly, not 1000x/s
-            self.get_logger().error(text, throttle_duration_sec=1.0)
-        else:
-            self.get_logger().warning(text)
+        held = self._log_throttle.admit((source, refused.reason))
+        if held is not None:
+            text = f"rejected execution result on {source}: {refused.detail} " \
+                   f"(reason {refused.reason}){held_back(held)}"
+            if refused.reason == "store_full":  # every result is refused now: loudly
+                self.get_logger().error(text)
+            else:
+                self.get_logger().warning(text)
         raise refused
 
     def take_arrived(self) -> None:
@@ -210,9 +219,11 @@ class EpisodicLogger(ManagedMemoryNode):
         except Refused:
             return
         if not ingest.submit(record):
-            self.get_logger().error(f"rejected execution result on {topic}: backlog of "
-                                    f"{ingest.pending} unwritten results is full "
-                                    "(reason backlog_full)", throttle_duration_sec=1.0)
+            held = self._log_throttle.admit((topic, "backlog_full"))
+            if held is not None:
+                self.get_logger().error(f"rejected execution result on {topic}: backlog of "
+                                        f"{ingest.pending} unwritten results is full "
+                                        f"(reason backlog_full){held_back(held)}")
 
     def on_message_lost(self, info: QoSMessageLostInfo) -> None:
         """DDS reports results it dropped before we could take them."""
@@ -221,9 +232,10 @@ class EpisodicLogger(ManagedMemoryNode):
             self.ingest.count("dds_lost", lost)
         else:
             self._before_rejected["dds_lost"] += lost
-        self.get_logger().error(f"{lost} execution results lost in DDS before the logger "
-                                f"took them (total {info.total_count}; reason dds_lost)",
-                                throttle_duration_sec=1.0)
+        if self._log_throttle.admit("dds_lost") is not None:
+            self.get_logger().error(f"{lost} execution results lost in DDS before the "
+                                    f"logger took them (total {info.total_count}; reason "
+                                    "dds_lost)")
 
     async def on_record_event(self, request, response):
         """Acknowledged write: answer with the event id only once it is committed."""

@@ -3,6 +3,7 @@
 import math
 import subprocess
 import sys
+import time
 
 from robot_memory.consolidation import EXECUTION_RESULT
 from robot_memory.msg import ExecutionResult
@@ -50,6 +51,24 @@ def test_malformed_results_are_rejected_counted_and_logged(probe, start_stack, c
     assert "rejected execution result on execution_results: skill_id:" in log
     assert "rejected execution result on execution_results: parameters.force_n:" in log
     assert [e.stamp_ns for e in part.events([EXECUTION_RESULT])] == [1e9, 4e9, 6e9]
+
+
+def test_a_flood_of_bad_results_is_counted_one_by_one_and_logged_once_a_second(
+        probe, start_stack, certified_hash, db_url):
+    stack = start_stack()
+    probe.wait_identity()
+    probe.wait_logger()
+    started = time.monotonic()
+    for i in range(300):
+        probe.publish_result(stamp_s=1 + i, parameters={"force_n": math.nan})
+    wait_until(lambda: (d := probe.diagnostics.get("episodic_logger")) and
+               d.get("rejected.non_finite_value") == "300", 30, "300 rejections counted")
+    elapsed = time.monotonic() - started
+    lines = [line for line in stack_log(stack).splitlines()
+             if "parameters.force_n:" in line and "(reason non_finite_value)" in line]
+    # One line at once, then at most one a second (each line costs rclpy about 1.5 ms).
+    assert 1 <= len(lines) <= elapsed + 2, (len(lines), elapsed)
+    assert MemoryStore(db_url).partition(certified_hash).count_events(EXECUTION_RESULT) == 0
 
 
 def test_extra_result_topics_are_logged(probe, start_stack, certified_hash, db_url):

@@ -12,8 +12,13 @@ cause (its /diagnostics, via the no-op process), the logger process's CPU second
 Goals (DESIGN.md): stored / no-op received >= 0.99 at every rate up to 2000/s; at most
 0.1 core at 1000/s. Also checked: stored + counted losses == sent, exactly.
 
+Then a flood of invalid results (force_n = NaN) at --invalid-rate: every one must be
+counted as rejected (non_finite_value), none stored; recorded are the logger's CPU per
+1000 rejected and how many log lines the flood cost (at most one a second).
+
     python -m bench.ingest [--seconds 10] [--rates 50,100,200,400,1000,2000]
-                           [--modes four_process,one_process] [--out FILE]
+                           [--modes four_process,one_process] [--invalid-rate 1000]
+                           [--out FILE]
 """
 
 from __future__ import annotations
@@ -169,7 +174,54 @@ def one_rate(rate: int, seconds: float, count_stored, noop_file: Path, logger: p
             "logger_vs_noop_cpu": round(cpu / noop_cpu, 2) if noop_cpu > 0 else None}
 
 
-def run_mode(mode: str, rates: list[int], seconds: float, scratch: Path) -> dict:
+def invalid_flood(rate: int, seconds: float, noop_file: Path, logger: psutil.Process,
+                  start: int, log, log_path: Path) -> dict:
+    """Publish results that are all invalid (NaN force); wait until the logger's rejected
+    count stops growing; count, CPU and log lines."""
+    def rejected() -> int:
+        return losses(read_json(noop_file).get("logger_diagnostics", {})).get(
+            "non_finite_value", 0)
+
+    before, lines_before = rejected(), _lines_naming(log_path, "(reason non_finite_value)")
+    publisher = subprocess.Popen(
+        [sys.executable, "-m", "bench.ingest_peers", "publish", "--rate", str(rate),
+         "--seconds", str(seconds), "--tag", "invalid", "--start", str(start), "--invalid"],
+        stdout=subprocess.PIPE, stderr=log, text=True)
+    if publisher.stdout.readline().strip() != "publishing":
+        stop_helper(publisher)
+        raise RuntimeError(f"the publisher did not start (exit {publisher.returncode})")
+    cpu_start, cpu_seen = cpu_seconds(logger), {}
+
+    def rejected_now() -> int:
+        n = rejected()
+        cpu_seen.setdefault(n, cpu_seconds(logger))
+        return n
+
+    try:
+        sent = json.loads(publisher.stdout.readline())
+    finally:
+        stop_helper(publisher, grace_s=60.0)
+    total, _ = settle(rejected_now)
+    cpu, counted = cpu_seen[total] - cpu_start, total - before
+    return {"rate_per_s": rate, "sent": sent["sent"], "publish_seconds": sent["seconds"],
+            "rejected_non_finite_value": counted,
+            "rejected_equals_sent": counted == sent["sent"],
+            "logger_cpu_s_per_1000_rejected":
+                round(cpu / counted * 1000, 3) if counted else None,
+            "logger_cores": round(cpu / sent["seconds"], 3),
+            "log_lines": _lines_naming(log_path, "(reason non_finite_value)") - lines_before}
+
+
+def _lines_naming(path: Path, text: str) -> int:
+    try:
+        with open(path, errors="replace") as handle:
+            return sum(1 for line in handle if text in line)
+    except FileNotFoundError:
+        return 0
+
+
+def run_mode(mode: str, rates: list[int], seconds: float, scratch: Path,
+             invalid_rate: int = 0) -> dict:
     url = f"sqlite:///{scratch / f'{mode}.db'}"
     noop_file = scratch / f"{mode}_noop.json"
     with nodes_log(scratch / f"{mode}.log") as log:
@@ -194,6 +246,15 @@ def run_mode(mode: str, rates: list[int], seconds: float, scratch: Path) -> dict
                       f"{result['stored']}, not stored {result['not_stored_by_cause']}, "
                       f"logger {result['logger_cpu_s_per_1000_stored']} CPU s/1000",
                       flush=True)
+            invalid = None
+            if invalid_rate:
+                print(f"  {mode}: invalid results, {invalid_rate}/s for {seconds} s", flush=True)
+                invalid = invalid_flood(invalid_rate, seconds, noop_file, logger, start, log,
+                                        scratch / f"{mode}.log")
+                print(f"    sent {invalid['sent']}, rejected "
+                      f"{invalid['rejected_non_finite_value']}, {invalid['log_lines']} log "
+                      f"lines, logger {invalid['logger_cpu_s_per_1000_rejected']} CPU s/1000",
+                      flush=True)
             if stack.exited():
                 raise RuntimeError(f"stack processes exited during the run: {stack.exited()}")
             diagnostics = read_json(noop_file).get("logger_diagnostics", {})
@@ -201,7 +262,8 @@ def run_mode(mode: str, rates: list[int], seconds: float, scratch: Path) -> dict
             for process in helpers.values():
                 stop_helper(process)
             stack.stop()
-    return {"rates": per_rate, "logger_diagnostics_at_end": diagnostics}
+    return {"rates": per_rate, "invalid_flood": invalid,
+            "logger_diagnostics_at_end": diagnostics}
 
 
 def verdicts(modes: dict) -> dict:
@@ -218,7 +280,10 @@ def verdicts(modes: dict) -> dict:
             "cpu_at_most_0_1_core_at_1000": (at[GOAL_RATE]["logger_cores"]
                                              <= GOAL_CORES) if GOAL_RATE in at else None,
             "stored_plus_counted_equals_sent_every_rate": all(
-                r["stored_plus_counted_equals_sent"] for r in rates)}
+                r["stored_plus_counted_equals_sent"] for r in rates),
+            "invalid_flood_every_result_counted": (
+                result["invalid_flood"]["rejected_equals_sent"]
+                if result.get("invalid_flood") else None)}
     return out
 
 
@@ -229,6 +294,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--modes", default="four_process,one_process",
                         help="four_process and/or one_process (skipped, with a note, where "
                              "Stack has no one_process field)")
+    parser.add_argument("--invalid-rate", type=int, default=1000,
+                        help="rate of the invalid-results flood after the rates (0: none)")
     parser.add_argument("--out")
     return parser.parse_args()
 
@@ -247,7 +314,8 @@ def main() -> None:
                 print(f"{mode}: skipped ({why_not})", flush=True)
                 modes[mode] = {"skipped": why_not}
                 continue
-            modes[mode] = run_mode(mode, rates, args.seconds, Path(scratch))
+            modes[mode] = run_mode(mode, rates, args.seconds, Path(scratch),
+                                   args.invalid_rate)
     goals = verdicts(modes)
     path = write_result("ingest", {"seconds_per_rate": args.seconds, "rates_per_s": rates,
                                    "goal_stored_vs_noop": GOAL_RATIO,

@@ -3,7 +3,8 @@ touch ROS itself).
 
     python -m bench.ingest_peers publish --rate R --seconds S --subscribers N --tag T
         waits until N subscriptions match, publishes R results/s for S s on a fixed
-        schedule (intent_id T), prints {"sent": n} as JSON.
+        schedule (intent_id T), prints {"sent": n} as JSON. With --invalid, every
+        result carries force_n = NaN (the logger refuses each: non_finite_value).
     python -m bench.ingest_peers noop --out FILE
         the baseline: a do-nothing subscriber with the logger's reader QoS, on a
         SingleThreadedExecutor; also keeps the logger's last /diagnostics status. Writes
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from collections import Counter
@@ -26,7 +28,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
 from bench.load_publisher import result_message
 from bench.stores import KeySpace
-from robot_memory.msg import ExecutionResult
+from robot_memory.msg import ExecutionResult, KeyValue
 from robot_memory.parameters import node_defaults
 from robot_memory.ros.qos import (DIAGNOSTICS_QOS, EXECUTION_RESULTS_QOS,
                                   execution_results_reader_qos)
@@ -52,6 +54,8 @@ def publish(args) -> None:
     messages = [result_message(args.start + i, keys) for i in range(total)]
     for msg in messages:
         msg.intent_id = args.tag
+        if args.invalid:
+            msg.parameters = [KeyValue(key="force_n", value=math.nan)]
     print("publishing", flush=True)
     period, started = 1.0 / args.rate, time.monotonic()
     for sent, msg in enumerate(messages, start=1):
@@ -123,6 +127,7 @@ def main() -> None:
     p.add_argument("--subscribers", type=int, default=2)
     p.add_argument("--tag", required=True)
     p.add_argument("--start", type=int, default=0)
+    p.add_argument("--invalid", action="store_true")
     n = verbs.add_parser("noop")
     n.add_argument("--out", required=True)
     g = verbs.add_parser("ground")

@@ -173,7 +173,8 @@ def roll_up_blocks(conn: Connection, identity_hash: str, rollup: RollupShape,
     """Sum the result rows of blocks [first_block, end_block) into the rollups. Call it
     once per block, when the append that fills its last chain position has written its
     rows (in that transaction): a block's rows never change after that. Two statements
-    for the range, run by the database: a few milliseconds a block of 4,096."""
+    for the range, run by the database: about 30 ms of CPU a block of 4,096 (some 7 µs
+    a result, a tenth of appending it)."""
     if first_block >= end_block:
         return
     size = int(rollup.block)

@@ -31,10 +31,6 @@ _u32, _i32_u32, _f64 = (Struct("<I").unpack_from, Struct("<iI").unpack_from,
                         Struct("<d").unpack_from)
 
 
-class _Unread(Exception):
-    """Bytes this reader leaves to rclpy."""
-
-
 def _text(data: bytes, pos: int) -> tuple[str, int]:
     """(string, position after it) of the CDR string whose length is at `pos` (aligned
     here): a length counting the terminating NUL, the UTF-8 bytes, the NUL."""
@@ -42,7 +38,7 @@ def _text(data: bytes, pos: int) -> tuple[str, int]:
     (size,) = _u32(data, pos)
     end = pos + 3 + size  # the terminating NUL
     if not size or data[end] or data.find(0, pos + 4, end) >= 0:
-        raise _Unread
+        raise ValueError  # left to rclpy
     return data[pos + 4:end].decode(), end + 1  # invalid UTF-8: UnicodeDecodeError
 
 
@@ -52,7 +48,7 @@ def _pairs(data: bytes, pos: int) -> tuple[list[tuple[str, float]], int]:
     (count,) = _u32(data, pos)
     pos += 4
     if count > len(data):  # every entry takes bytes: a corrupt count, not a long loop
-        raise _Unread
+        raise ValueError  # left to rclpy
     pairs = []
     for _ in range(count):
         key, pos = _text(data, pos)
@@ -86,7 +82,7 @@ def result_fields_from_cdr(data: bytes) -> dict[str, Any] | None:
         (duration_s,) = _f64(data, pos)
         intent_id, pos = _text(data, pos + 8)
         notes, pos = _text(data, pos)
-    except (_Unread, StructError, IndexError, UnicodeDecodeError):
+    except (ValueError, StructError, IndexError):  # UnicodeDecodeError is a ValueError
         return None
     if len(data) - pos > _MAX_PADDING:
         return None

@@ -122,36 +122,44 @@ def rss_mb(processes: dict[str, psutil.Process]) -> dict[str, float]:
     return out
 
 
-def one_rate(rate: int, seconds: float, count_stored, noop_file: Path, logger: psutil.Process,
-             noop: psutil.Process, start: int, log) -> dict:
-    """One rate: publish, wait until the store stops growing, count. The logger's CPU is
-    read when publishing starts and whenever the store grows, so the figure covers the
-    work for these results and not the quiet wait after them."""
-    tag = f"rate_{rate}"
-    stored_before = count_stored()
-    lost_before = losses(read_json(noop_file).get("logger_diagnostics", {}))
+def publish_until_settled(rate: int, seconds: float, tag: str, start: int, log, read,
+                          watched: list[psutil.Process], extra: tuple[str, ...] = ()):
+    """Publish rate x seconds results (bench.ingest_peers publish), then poll read() until
+    it stops changing. The CPU seconds of the `watched` processes are read when publishing
+    starts and the first time read() shows each value, so they cover the work up to the
+    last change, not the quiet wait after it. Returns (what the publisher reports, the
+    last value, when it was first seen, when publishing started, CPU seconds each)."""
     publisher = subprocess.Popen(
         [sys.executable, "-m", "bench.ingest_peers", "publish", "--rate", str(rate),
-         "--seconds", str(seconds), "--tag", tag, "--start", str(start)],
+         "--seconds", str(seconds), "--tag", tag, "--start", str(start), *extra],
         stdout=subprocess.PIPE, stderr=log, text=True)
     if publisher.stdout.readline().strip() != "publishing":
         stop_helper(publisher)
         raise RuntimeError(f"the publisher did not start (exit {publisher.returncode})")
-    started, cpu_start, noop_cpu_start = time.monotonic(), cpu_seconds(logger), cpu_seconds(noop)
-    cpu_seen = {}
+    started, cpu_start, cpu_seen = time.monotonic(), [cpu_seconds(p) for p in watched], {}
 
-    def stored_now() -> int:
-        n = count_stored()
-        cpu_seen.setdefault(n, (cpu_seconds(logger), cpu_seconds(noop)))
-        return n
+    def read_noting_cpu():
+        value = read()
+        cpu_seen.setdefault(value, [cpu_seconds(p) for p in watched])
+        return value
 
     try:
         sent = json.loads(publisher.stdout.readline())
     finally:
         stop_helper(publisher, grace_s=60.0)
-    total, last_growth = settle(stored_now)
+    last, last_change = settle(read_noting_cpu)
+    return sent, last, last_change, started, [c - s for c, s in zip(cpu_seen[last], cpu_start)]
+
+
+def one_rate(rate: int, seconds: float, count_stored, noop_file: Path, logger: psutil.Process,
+             noop: psutil.Process, start: int, log) -> dict:
+    """One rate: publish, wait until the store stops growing, count."""
+    tag = f"rate_{rate}"
+    stored_before = count_stored()
+    lost_before = losses(read_json(noop_file).get("logger_diagnostics", {}))
+    sent, total, last_growth, started, (cpu, noop_cpu) = publish_until_settled(
+        rate, seconds, tag, start, log, count_stored, [logger, noop])
     stored = total - stored_before
-    cpu, noop_cpu = (c - s for c, s in zip(cpu_seen[total], (cpu_start, noop_cpu_start)))
     busy_s = max(last_growth - started, sent["seconds"])
     received, _ = settle(lambda: read_json(noop_file).get("received", {}).get(tag, 0))
     time.sleep(1.0)  # one more diagnostics period, so the counts include this rate
@@ -183,26 +191,9 @@ def invalid_flood(rate: int, seconds: float, noop_file: Path, logger: psutil.Pro
             "non_finite_value", 0)
 
     before, lines_before = rejected(), _lines_naming(log_path, "(reason non_finite_value)")
-    publisher = subprocess.Popen(
-        [sys.executable, "-m", "bench.ingest_peers", "publish", "--rate", str(rate),
-         "--seconds", str(seconds), "--tag", "invalid", "--start", str(start), "--invalid"],
-        stdout=subprocess.PIPE, stderr=log, text=True)
-    if publisher.stdout.readline().strip() != "publishing":
-        stop_helper(publisher)
-        raise RuntimeError(f"the publisher did not start (exit {publisher.returncode})")
-    cpu_start, cpu_seen = cpu_seconds(logger), {}
-
-    def rejected_now() -> int:
-        n = rejected()
-        cpu_seen.setdefault(n, cpu_seconds(logger))
-        return n
-
-    try:
-        sent = json.loads(publisher.stdout.readline())
-    finally:
-        stop_helper(publisher, grace_s=60.0)
-    total, _ = settle(rejected_now)
-    cpu, counted = cpu_seen[total] - cpu_start, total - before
+    sent, total, _, _, (cpu,) = publish_until_settled(
+        rate, seconds, "invalid", start, log, rejected, [logger], extra=("--invalid",))
+    counted = total - before
     return {"rate_per_s": rate, "sent": sent["sent"], "publish_seconds": sent["seconds"],
             "rejected_non_finite_value": counted,
             "rejected_equals_sent": counted == sent["sent"],

@@ -122,13 +122,29 @@ def rss_mb(processes: dict[str, psutil.Process]) -> dict[str, float]:
     return out
 
 
+def thread_cpu_seconds(process: psutil.Process, kind: str) -> float:
+    """CPU seconds of the process's live threads of one kind: `dds` (the middleware's own
+    threads, named dds.*: receiving, events) or `python` (the interpreter's threads:
+    executor, intake, writer; Python does not name them)."""
+    total = 0.0
+    for thread in process.threads():
+        try:
+            name = Path(f"/proc/{process.pid}/task/{thread.id}/comm").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        if name.startswith("dds." if kind == "dds" else "python"):
+            total += thread.user_time + thread.system_time
+    return total
+
+
 def publish_until_settled(rate: int, seconds: float, tag: str, start: int, log, read,
-                          watched: list[psutil.Process], extra: tuple[str, ...] = ()):
+                          cpu_readers: list, extra: tuple[str, ...] = ()):
     """Publish rate x seconds results (bench.ingest_peers publish), then poll read() until
-    it stops changing. The CPU seconds of the `watched` processes are read when publishing
-    starts and the first time read() shows each value, so they cover the work up to the
-    last change, not the quiet wait after it. Returns (what the publisher reports, the
-    last value, when it was first seen, when publishing started, CPU seconds each)."""
+    it stops changing. Each of `cpu_readers` (CPU seconds of a process or some of its
+    threads) is read when publishing starts and the first time read() shows each value,
+    so they cover the work up to the last change, not the quiet wait after it. Returns
+    (what the publisher reports, the last value, when it was first seen, when publishing
+    started, CPU seconds per reader)."""
     publisher = subprocess.Popen(
         [sys.executable, "-m", "bench.ingest_peers", "publish", "--rate", str(rate),
          "--seconds", str(seconds), "--tag", tag, "--start", str(start), *extra],
@@ -136,11 +152,11 @@ def publish_until_settled(rate: int, seconds: float, tag: str, start: int, log, 
     if publisher.stdout.readline().strip() != "publishing":
         stop_helper(publisher)
         raise RuntimeError(f"the publisher did not start (exit {publisher.returncode})")
-    started, cpu_start, cpu_seen = time.monotonic(), [cpu_seconds(p) for p in watched], {}
+    started, cpu_start, cpu_seen = time.monotonic(), [cpu() for cpu in cpu_readers], {}
 
     def read_noting_cpu():
         value = read()
-        cpu_seen.setdefault(value, [cpu_seconds(p) for p in watched])
+        cpu_seen.setdefault(value, [cpu() for cpu in cpu_readers])
         return value
 
     try:
@@ -157,8 +173,11 @@ def one_rate(rate: int, seconds: float, count_stored, noop_file: Path, logger: p
     tag = f"rate_{rate}"
     stored_before = count_stored()
     lost_before = losses(read_json(noop_file).get("logger_diagnostics", {}))
-    sent, total, last_growth, started, (cpu, noop_cpu) = publish_until_settled(
-        rate, seconds, tag, start, log, count_stored, [logger, noop])
+    sent, total, last_growth, started, (cpu, noop_cpu, python_cpu, dds_cpu) = \
+        publish_until_settled(rate, seconds, tag, start, log, count_stored,
+                              [lambda: cpu_seconds(logger), lambda: cpu_seconds(noop),
+                               lambda: thread_cpu_seconds(logger, "python"),
+                               lambda: thread_cpu_seconds(logger, "dds")])
     stored = total - stored_before
     busy_s = max(last_growth - started, sent["seconds"])
     received, _ = settle(lambda: read_json(noop_file).get("received", {}).get(tag, 0))
@@ -177,6 +196,9 @@ def one_rate(rate: int, seconds: float, count_stored, noop_file: Path, logger: p
             # the writer is done within a flush period of the last result: CPU over the
             # publishing time is the share of a core the stream took
             "logger_cores": round(cpu / sent["seconds"], 3),
+            # of which the interpreter's threads and DDS's own (receiving) threads
+            "logger_cores_python_threads": round(python_cpu / sent["seconds"], 3),
+            "logger_cores_dds_threads": round(dds_cpu / sent["seconds"], 3),
             "noop_cpu_s_per_1000_received":
                 round(noop_cpu / received * 1000, 3) if received else None,
             "logger_vs_noop_cpu": round(cpu / noop_cpu, 2) if noop_cpu > 0 else None}
@@ -192,7 +214,8 @@ def invalid_flood(rate: int, seconds: float, noop_file: Path, logger: psutil.Pro
 
     before, lines_before = rejected(), _lines_naming(log_path, "(reason non_finite_value)")
     sent, total, _, _, (cpu,) = publish_until_settled(
-        rate, seconds, "invalid", start, log, rejected, [logger], extra=("--invalid",))
+        rate, seconds, "invalid", start, log, rejected, [lambda: cpu_seconds(logger)],
+        extra=("--invalid",))
     counted = total - before
     return {"rate_per_s": rate, "sent": sent["sent"], "publish_seconds": sent["seconds"],
             "rejected_non_finite_value": counted,

@@ -239,3 +239,45 @@ def test_the_checkpoint_is_read_from_the_run_s_leading_fields(db_url):
     assert "touched_facts" not in lean and full["touched_facts"]
     older = {k: v for k, v in full.items() if k not in ("reset", "override_seq")}
     assert _leading_fields(canonical_json(older)) == older
+
+
+def _facts_in_database_file_alone(db_path, tmp_path) -> int:
+    """Facts in a copy of the database file without its write-ahead log: what has been
+    checkpointed into the file."""
+    import shutil
+    import sqlite3
+    copy = tmp_path / "file_alone.db"
+    shutil.copy(db_path, copy)
+    conn = sqlite3.connect(copy)
+    try:
+        return conn.execute("SELECT count(*) FROM semantic_facts").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_a_store_kept_open_leaves_the_log_checkpoint_to_its_owner(tmp_path):
+    """keep_open (the consolidator node's store): a pass commits into the write-ahead log
+    and neither its commit nor its connection's close copies it into the database file;
+    checkpoint_log() does, and what was committed is there for any reader before it."""
+    path = tmp_path / "memory.db"
+    store = MemoryStore(f"sqlite:///{path}", keep_open=True)
+    part = store.partition(IDENT)
+    part.append_many(seed_v1_events())
+    report = consolidation_pass(part)
+    assert report.applied and report.facts_touched > 0
+    committed = facts_snapshot(MemoryStore(f"sqlite:///{path}").partition(IDENT))
+    assert json.loads(committed)  # another connection reads the pass's facts
+    assert _facts_in_database_file_alone(path, tmp_path) == 0  # still in the log only
+    store.checkpoint_log()
+    assert _facts_in_database_file_alone(path, tmp_path) == report.facts_touched
+    store.close()
+    reopened = MemoryStore(f"sqlite:///{path}").partition(IDENT)
+    assert facts_snapshot(reopened) == committed
+
+
+def test_a_store_not_kept_open_checkpoints_as_its_last_connection_closes(tmp_path):
+    path = tmp_path / "memory.db"
+    part = MemoryStore(f"sqlite:///{path}").partition(IDENT)
+    part.append_many(seed_v1_events())
+    report = consolidation_pass(part)
+    assert _facts_in_database_file_alone(path, tmp_path) == report.facts_touched

@@ -228,6 +228,15 @@ def _view(runs: tuple[tuple[int, int], ...], width: float, window: int,
     return view
 
 
+def timeline_view(gaps: list[list[int]], half_lives_s: tuple[float, ...],
+                  config: RulesConfig) -> tuple[dict[float, list[float]], int]:
+    """(half-life -> weight of each bucket, index of the first recent bucket) of a
+    timeline (current layout, not empty) with these gaps."""
+    width = config.time_bucket_s
+    return _view(tuple(map(tuple, gaps)), width,
+                 max(1, math.ceil(config.recent_window_s / width)), half_lives_s)
+
+
 def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: RulesConfig
                     ) -> tuple[list[float], list[int], list[int]]:
     """decayed_totals and recent_and_older in one walk over the columns."""
@@ -237,10 +246,7 @@ def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: Ru
     columns, ancient = timeline["columns"], timeline["ancient"]
     if timeline["first"] is None:
         return [0.0 for _ in zip(half_lives_s, columns)], [0] * len(ancient), list(ancient)
-    width = config.time_bucket_s
-    weights_of, first_recent = _view(tuple(map(tuple, timeline["gaps"])), width,
-                                     max(1, math.ceil(config.recent_window_s / width)),
-                                     tuple(half_lives_s))
+    weights_of, first_recent = timeline_view(timeline["gaps"], tuple(half_lives_s), config)
     # fsum over exact integer counts times fixed weights: independent of order (a zero
     # count adds an exact 0.0, an all-zero column is []).
     totals = [math.fsum(map(mul, column, weights_of[half_life]))

@@ -11,8 +11,8 @@ from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTE
                                                    promoted_status)
 from robot_memory.consolidation.rules.outcomes import (add_outcome, merge_outcomes,
                                                        note_outcome_row, rate_view)
-from robot_memory.consolidation.stats import (band_with_n, most_common, multiset_add, multiset_merge,
-                                              shrunk_rate)
+from robot_memory.consolidation.stats import (band_with_n, most_common, multiset_add,
+                                              multiset_merge, shrunk_rate)
 from robot_memory.records import ExecutionRecord
 
 

@@ -252,16 +252,20 @@ class MemoryStore:
                                      .order_by(chain_heads.c.identity_hash)).scalars())
 
     def checkpoint_log(self) -> None:
-        """Copy the SQLite write-ahead log back into the database file (and sync it),
-        without waiting for readers; nothing to do on PostgreSQL. For a keep_open store's
-        owner, between its transactions."""
+        """Copy the SQLite write-ahead log back into the database file, sync it and empty
+        the log file (the growth guard counts it), without waiting for anyone: what
+        readers or a writer still need stays in the log for a later checkpoint. Nothing
+        to do on PostgreSQL. For a keep_open store's owner, between its transactions."""
         if self.engine.dialect.name != "sqlite":
             return
         # The driver's connection, in autocommit: SQLite checkpoints only outside a
-        # transaction, and SQLAlchemy would begin one.
+        # transaction, and SQLAlchemy would begin one. No busy wait: TRUNCATE then does
+        # what PASSIVE does when a reader or writer is active, and truncates otherwise.
         raw = self.engine.raw_connection()
         try:
-            raw.cursor().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            cursor = raw.cursor()
+            cursor.execute("PRAGMA busy_timeout=0")
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         finally:
             raw.close()
 

@@ -270,6 +270,7 @@ def test_a_store_kept_open_leaves_the_log_checkpoint_to_its_owner(tmp_path):
     assert _facts_in_database_file_alone(path, tmp_path) == 0  # still in the log only
     store.checkpoint_log()
     assert _facts_in_database_file_alone(path, tmp_path) == report.facts_touched
+    assert (tmp_path / "memory.db-wal").stat().st_size == 0  # and the log emptied
     store.close()
     reopened = MemoryStore(f"sqlite:///{path}").partition(IDENT)
     assert facts_snapshot(reopened) == committed
@@ -281,3 +282,26 @@ def test_a_store_not_kept_open_checkpoints_as_its_last_connection_closes(tmp_pat
     part.append_many(seed_v1_events())
     report = consolidation_pass(part)
     assert _facts_in_database_file_alone(path, tmp_path) == report.facts_touched
+
+
+def test_the_log_checkpoint_leaves_what_a_reader_still_reads(tmp_path):
+    """A reader's snapshot holds its part of the log: the checkpoint copies what it can,
+    empties nothing under the reader, and a later one finishes the job."""
+    import sqlite3
+    path = tmp_path / "memory.db"
+    store = MemoryStore(f"sqlite:///{path}", keep_open=True)
+    part = store.partition(IDENT)
+    part.append_many(seed_v1_events()[:10])
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM events").fetchone()[0] == 10
+    part.append_many(seed_v1_events()[10:20])  # after the reader's snapshot
+    store.checkpoint_log()
+    assert (tmp_path / "memory.db-wal").stat().st_size > 0
+    assert reader.execute("SELECT count(*) FROM events").fetchone()[0] == 10
+    reader.execute("COMMIT")
+    reader.close()
+    store.checkpoint_log()
+    assert (tmp_path / "memory.db-wal").stat().st_size == 0
+    assert part.count_events() == 20
+    store.close()

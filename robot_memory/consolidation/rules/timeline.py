@@ -114,10 +114,10 @@ def timeline_merge(state: dict[str, Any], packed_counts: dict[int, int], width: 
     """Add per-bucket counts (from a GROUP BY; bucket -> packed row) to the timeline:
     the same state as timeline_add once per counted event, in any order (the horizon
     fold depends only on the newest bucket, which only grows)."""
-    counts = {bucket: unpacked(row, width) for bucket, row in packed_counts.items()}
     timeline = _timeline_of(state, width, config)
-    if not counts or _merged_at_the_end(timeline, counts, config):
+    if not packed_counts or _merged_at_the_end(timeline, packed_counts, config):
         return
+    counts = {bucket: unpacked(row, width) for bucket, row in packed_counts.items()}
     keys = _keys(timeline["first"], timeline["gaps"])
     columns = [column or [0] * len(keys) for column in timeline["columns"]]
     ancient = timeline["ancient"]
@@ -146,10 +146,11 @@ def timeline_merge(state: dict[str, Any], packed_counts: dict[int, int], width: 
     state["timeline"] = _laid_out(keys, columns, ancient, timeline["bucket_s"])
 
 
-def _merged_at_the_end(timeline: dict[str, Any], counts: dict[int, list[int]],
+def _merged_at_the_end(timeline: dict[str, Any], counts: dict[int, int],
                        config: RulesConfig) -> bool:
     """The common case, done in place: new events fall in the last bucket or after it,
-    and nothing falls behind the horizon. False (nothing done) otherwise."""
+    and nothing falls behind the horizon. False (nothing done) otherwise. The rows stay
+    packed (bucket -> packed row): each nonzero column count is taken off in turn."""
     first, gaps = timeline["first"], timeline["gaps"]
     if first is None:
         return False
@@ -171,12 +172,16 @@ def _merged_at_the_end(timeline: dict[str, Any], counts: dict[int, list[int]],
             for column in columns:
                 if column:
                     column.append(0)
-        for i, count in enumerate(counts[bucket]):
+        row, i = counts[bucket], 0
+        while row:
+            count = row & _COLUMN_MASK
             if count:
                 column = columns[i]
                 if not column:  # all 0 so far: written out
                     column += [0] * size
                 column[-1] += count
+            row >>= COLUMN_BITS
+            i += 1
     return True
 
 

@@ -71,7 +71,10 @@ class Consolidator(ManagedMemoryNode):
                               clock=wall)
 
     def start(self, identity_hash: str) -> None:
-        self.partition = MemoryStore(self.params["database_url"]).partition(identity_hash)
+        # Kept open between passes: a pass then never ends with the close-time checkpoint
+        # of the whole write-ahead log (see MemoryStore's keep_open).
+        self.partition = MemoryStore(self.params["database_url"],
+                                     keep_open=True).partition(identity_hash)
         self._load_snapshot()
         self.publish_snapshot()
         self.active_entities.append(self.create_timer(self.params["period_s"],
@@ -80,7 +83,9 @@ class Consolidator(ManagedMemoryNode):
                                f"(node clock), rules {self.config}")
 
     def stop(self) -> None:
-        self.partition = None
+        partition, self.partition = self.partition, None
+        if partition is not None:
+            partition.store.close()
 
     def on_pass_timer(self) -> None:
         self.run_pass()
@@ -181,8 +186,19 @@ class Consolidator(ManagedMemoryNode):
                 f"{conflict['event_kind']}: {conflict['fact_kind']} [{conflict['fact_key']}] "
                 f"{conflict['status']['from']} -> {conflict['status']['to']}")
         self._publish_pass(report)
+        self._checkpoint_log()
         release_freed_memory()  # what the pass read and rendered
         return report
+
+    def _checkpoint_log(self) -> None:
+        """Fold what the pass wrote back into the database file, now that its facts are
+        out: SQLite maintenance, kept out of the pass (the store is held open with
+        keep_open, so neither its commit nor its connection's close does it)."""
+        try:
+            self.partition.store.checkpoint_log()
+        except Exception as exc:  # the next pass's checkpoint takes this one's pages too
+            self.get_logger().warning(f"cannot checkpoint the store's log: {exc}",
+                                      throttle_duration_sec=60.0)
 
     def _load_snapshot(self) -> None:
         """Messages for every fact, kept so a pass only converts the facts it changed."""

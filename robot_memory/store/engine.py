@@ -6,9 +6,13 @@ from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.pool import NullPool
 
 
-def create_store_engine(url: str, synchronous: str = "NORMAL") -> Engine:
+def create_store_engine(url: str, synchronous: str = "NORMAL",
+                        auto_checkpoint: bool = True) -> Engine:
     """An engine whose `.execution_options(write=True)` connections take the write lock
-    at BEGIN, so two processes appending to one chain serialise instead of deadlocking."""
+    at BEGIN, so two processes appending to one chain serialise instead of deadlocking.
+    auto_checkpoint=False: its commits leave the write-ahead log as it is (SQLite's
+    auto-checkpoint copies it back to the database file once it is over 1000 pages);
+    the owner checkpoints it itself (MemoryStore.checkpoint_log)."""
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
 
@@ -26,6 +30,8 @@ def create_store_engine(url: str, synchronous: str = "NORMAL") -> Engine:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+        if not auto_checkpoint:
+            cursor.execute("PRAGMA wal_autocheckpoint=0")
         cursor.close()
 
     @event.listens_for(engine, "begin")

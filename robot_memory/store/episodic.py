@@ -177,13 +177,24 @@ class MemoryStore:
     """Opens (and on first use creates) the store at a SQLAlchemy URL."""
 
     def __init__(self, url: str, *, synchronous: str = "NORMAL", migrate: bool = True,
-                 rollup: RollupShape = RollupShape()):
+                 rollup: RollupShape = RollupShape(), keep_open: bool = False):
         """rollup: the shape of the rollups, for a store created or migrated by this open
-        (an existing store keeps the shape it was created or migrated with)."""
+        (an existing store keeps the shape it was created or migrated with).
+
+        keep_open: for a long-lived process (the consolidator node) that checkpoints the
+        SQLite write-ahead log itself, when it is idle (checkpoint_log): one idle
+        connection is held until close(), and this store's commits do not checkpoint.
+        Otherwise SQLite copies the log back into the database file and syncs it when
+        its LAST connection closes (NullPool: every transaction's own connection, when no
+        other process has the store open) or in the commit that leaves the log over 1000
+        pages: a pass would end by copying back what it just wrote (a sixth of an
+        incremental pass). Commits are what they were: a committed transaction is in the
+        log, and a crash keeps it whole or drops it whole."""
         self.url = url
+        self._held: Connection | None = None
         self.migration = None  # the MigrationReport, when this open upgraded the schema
         self.rollup = rollup  # until the store's own is read (below)
-        self.engine = create_store_engine(url, synchronous)
+        self.engine = create_store_engine(url, synchronous, auto_checkpoint=not keep_open)
         self._writer = self.engine.execution_options(write=True)
         # SQLite's read transactions are snapshots already; PostgreSQL's default (read
         # committed) would let a multi-statement read see two different states.
@@ -214,6 +225,9 @@ class MemoryStore:
             self.migration = migrate_store(self)
         with self.read() as conn:
             self.rollup = rollup_shape_of(conn)
+        if keep_open and self.engine.dialect.name == "sqlite":
+            # Idle: it holds no transaction, so it blocks no checkpoint and no writer.
+            self._held = self.engine.connect()
 
     def read(self):
         """A read transaction (a consistent snapshot)."""
@@ -237,7 +251,28 @@ class MemoryStore:
             return list(conn.execute(select(chain_heads.c.identity_hash)
                                      .order_by(chain_heads.c.identity_hash)).scalars())
 
+    def checkpoint_log(self) -> None:
+        """Copy the SQLite write-ahead log back into the database file, sync it and empty
+        the log file (the growth guard counts it), without waiting for anyone: what
+        readers or a writer still need stays in the log for a later checkpoint. Nothing
+        to do on PostgreSQL. For a keep_open store's owner, between its transactions."""
+        if self.engine.dialect.name != "sqlite":
+            return
+        # The driver's connection, in autocommit: SQLite checkpoints only outside a
+        # transaction, and SQLAlchemy would begin one. No busy wait: TRUNCATE then does
+        # what PASSIVE does when a reader or writer is active, and truncates otherwise.
+        raw = self.engine.raw_connection()
+        try:
+            cursor = raw.cursor()
+            cursor.execute("PRAGMA busy_timeout=0")
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            raw.close()
+
     def close(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.close()  # the last connection (if no one else has the store open)
         self.engine.dispose()
 
 

@@ -239,3 +239,69 @@ def test_the_checkpoint_is_read_from_the_run_s_leading_fields(db_url):
     assert "touched_facts" not in lean and full["touched_facts"]
     older = {k: v for k, v in full.items() if k not in ("reset", "override_seq")}
     assert _leading_fields(canonical_json(older)) == older
+
+
+def _facts_in_database_file_alone(db_path, tmp_path) -> int:
+    """Facts in a copy of the database file without its write-ahead log: what has been
+    checkpointed into the file."""
+    import shutil
+    import sqlite3
+    copy = tmp_path / "file_alone.db"
+    shutil.copy(db_path, copy)
+    conn = sqlite3.connect(copy)
+    try:
+        return conn.execute("SELECT count(*) FROM semantic_facts").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_a_store_kept_open_leaves_the_log_checkpoint_to_its_owner(tmp_path):
+    """keep_open (the consolidator node's store): a pass commits into the write-ahead log
+    and neither its commit nor its connection's close copies it into the database file;
+    checkpoint_log() does, and what was committed is there for any reader before it."""
+    path = tmp_path / "memory.db"
+    store = MemoryStore(f"sqlite:///{path}", keep_open=True)
+    part = store.partition(IDENT)
+    part.append_many(seed_v1_events())
+    report = consolidation_pass(part)
+    assert report.applied and report.facts_touched > 0
+    committed = facts_snapshot(MemoryStore(f"sqlite:///{path}").partition(IDENT))
+    assert json.loads(committed)  # another connection reads the pass's facts
+    assert _facts_in_database_file_alone(path, tmp_path) == 0  # still in the log only
+    store.checkpoint_log()
+    assert _facts_in_database_file_alone(path, tmp_path) == report.facts_touched
+    assert (tmp_path / "memory.db-wal").stat().st_size == 0  # and the log emptied
+    store.close()
+    reopened = MemoryStore(f"sqlite:///{path}").partition(IDENT)
+    assert facts_snapshot(reopened) == committed
+
+
+def test_a_store_not_kept_open_checkpoints_as_its_last_connection_closes(tmp_path):
+    path = tmp_path / "memory.db"
+    part = MemoryStore(f"sqlite:///{path}").partition(IDENT)
+    part.append_many(seed_v1_events())
+    report = consolidation_pass(part)
+    assert _facts_in_database_file_alone(path, tmp_path) == report.facts_touched
+
+
+def test_the_log_checkpoint_leaves_what_a_reader_still_reads(tmp_path):
+    """A reader's snapshot holds its part of the log: the checkpoint copies what it can,
+    empties nothing under the reader, and a later one finishes the job."""
+    import sqlite3
+    path = tmp_path / "memory.db"
+    store = MemoryStore(f"sqlite:///{path}", keep_open=True)
+    part = store.partition(IDENT)
+    part.append_many(seed_v1_events()[:10])
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM events").fetchone()[0] == 10
+    part.append_many(seed_v1_events()[10:20])  # after the reader's snapshot
+    store.checkpoint_log()
+    assert (tmp_path / "memory.db-wal").stat().st_size > 0
+    assert reader.execute("SELECT count(*) FROM events").fetchone()[0] == 10
+    reader.execute("COMMIT")
+    reader.close()
+    store.checkpoint_log()
+    assert (tmp_path / "memory.db-wal").stat().st_size == 0
+    assert part.count_events() == 20
+    store.close()

@@ -118,3 +118,32 @@ def test_shrunk_rate_and_most_common():
     assert shrunk_rate(0, 0, 0.5, 10) == 0.5
     assert most_common({"slipped": 3, "dropped": 3, "collision": 1}) == "dropped"
     assert most_common({}) is None
+
+
+def test_bands_of_a_few_values_are_the_exact_quantiles():
+    """band's written-out quartiles (up to NUMPY_FROM distinct values) give the bits of
+    the exact rational quantile, rounded once, as the general path does: signed zeros,
+    ties, tiny and huge values included."""
+    from robot_memory.consolidation.stats import NUMPY_FROM, _quantiles, _sorted_items
+    rng = random.Random(12)
+    pool = [0.0, -0.0, 1e-300, -2.5, 5.0, 10.0, 0.1, 0.2, 1e17, 3.0000000000000004]
+    for _ in range(2000):
+        bag = {}
+        for _ in range(rng.randrange(1, 12)):
+            multiset_add(bag, rng.choice(pool) if rng.random() < 0.5
+                         else rng.uniform(-50, 50), rng.randrange(1, 9))
+        got = band(bag)
+        items = _sorted_items(bag)
+        assert len(items) <= NUMPY_FROM
+        general = _quantiles(items, (0.25, 0.5, 0.75))
+        n = sum(bag.values())
+        exact = []
+        for p in (0.25, 0.5, 0.75):  # the definition, in exact rationals
+            position = Fraction(p) * (n - 1)
+            low = math.floor(position)
+            values = [v for v, c in items for _ in range(c)]
+            a, b = values[low], values[min(low + 1, n - 1)]
+            exact.append(a if a == b or position == low else float(
+                Fraction(a) + (Fraction(b) - Fraction(a)) * (position - low)))
+        assert [repr(q) for q in (got["q1"], got["median"], got["q3"])] == \
+            [repr(q) for q in general] == [repr(q) for q in exact]

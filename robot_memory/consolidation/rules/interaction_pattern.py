@@ -12,7 +12,7 @@ from robot_memory.consolidation.rules.base import (RULE_VERSION, Partials, Rende
 from robot_memory.consolidation.rules.outcomes import add_counts
 from robot_memory.consolidation.rules.timeline import (decayed_totals, timeline_add,
                                                        timeline_merge)
-from robot_memory.consolidation.stats import (band, multiset_add, multiset_merge,
+from robot_memory.consolidation.stats import (band_with_n, multiset_add, multiset_merge,
                                               wilson_confidence)
 from robot_memory.records import ExecutionRecord
 
@@ -110,7 +110,7 @@ class InteractionPattern:
                 "share_of_failures": r6(count / state["failures"]),
                 "weighted_count": r6(decayed_totals(entry, [half_life], config)[0]),
                 "safety_relevant": safety,
-                "failure_parameters": {name: {**band(bag), "n": sum(bag.values())}
+                "failure_parameters": {name: band_with_n(bag)
                                        for name, bag in sorted(entry["parameters"].items())},
                 "confidence": confidence, "rule_version": RULE_VERSION,
             }

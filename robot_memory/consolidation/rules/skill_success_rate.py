@@ -11,8 +11,8 @@ from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTE
                                                    promoted_status)
 from robot_memory.consolidation.rules.outcomes import (add_outcome, merge_outcomes,
                                                        note_outcome_row, rate_view)
-from robot_memory.consolidation.stats import (band, most_common, multiset_add, multiset_merge,
-                                              shrunk_rate)
+from robot_memory.consolidation.stats import (band_with_n, most_common, multiset_add,
+                                              multiset_merge, shrunk_rate)
 from robot_memory.records import ExecutionRecord
 
 
@@ -93,7 +93,7 @@ class SkillSuccessRate(OneFactPerGroup):
             "shrunk_rate": shrunk_rate(weighted["successes"], weighted["n"], config.prior_mean,
                                        config.prior_weight),
             "confidence": confidence,
-            "recommended_parameters": {name: {**band(bag), "n": sum(bag.values())}
+            "recommended_parameters": {name: band_with_n(bag)
                                        for name, bag in sorted(state["success_parameters"].items())},
             "failure_reasons": dict(sorted(state["failure_reasons"].items())),
             "most_common_failure": most_common(state["failure_reasons"]),

@@ -114,10 +114,10 @@ def timeline_merge(state: dict[str, Any], packed_counts: dict[int, int], width: 
     """Add per-bucket counts (from a GROUP BY; bucket -> packed row) to the timeline:
     the same state as timeline_add once per counted event, in any order (the horizon
     fold depends only on the newest bucket, which only grows)."""
-    counts = {bucket: unpacked(row, width) for bucket, row in packed_counts.items()}
     timeline = _timeline_of(state, width, config)
-    if not counts or _merged_at_the_end(timeline, counts, config):
+    if not packed_counts or _merged_at_the_end(timeline, packed_counts, config):
         return
+    counts = {bucket: unpacked(row, width) for bucket, row in packed_counts.items()}
     keys = _keys(timeline["first"], timeline["gaps"])
     columns = [column or [0] * len(keys) for column in timeline["columns"]]
     ancient = timeline["ancient"]
@@ -146,10 +146,11 @@ def timeline_merge(state: dict[str, Any], packed_counts: dict[int, int], width: 
     state["timeline"] = _laid_out(keys, columns, ancient, timeline["bucket_s"])
 
 
-def _merged_at_the_end(timeline: dict[str, Any], counts: dict[int, list[int]],
+def _merged_at_the_end(timeline: dict[str, Any], counts: dict[int, int],
                        config: RulesConfig) -> bool:
     """The common case, done in place: new events fall in the last bucket or after it,
-    and nothing falls behind the horizon. False (nothing done) otherwise."""
+    and nothing falls behind the horizon. False (nothing done) otherwise. The rows stay
+    packed (bucket -> packed row): each nonzero column count is taken off in turn."""
     first, gaps = timeline["first"], timeline["gaps"]
     if first is None:
         return False
@@ -171,12 +172,16 @@ def _merged_at_the_end(timeline: dict[str, Any], counts: dict[int, list[int]],
             for column in columns:
                 if column:
                     column.append(0)
-        for i, count in enumerate(counts[bucket]):
+        row, i = counts[bucket], 0
+        while row:
+            count = row & _COLUMN_MASK
             if count:
                 column = columns[i]
                 if not column:  # all 0 so far: written out
                     column += [0] * size
                 column[-1] += count
+            row >>= COLUMN_BITS
+            i += 1
     return True
 
 
@@ -228,6 +233,15 @@ def _view(runs: tuple[tuple[int, int], ...], width: float, window: int,
     return view
 
 
+def timeline_view(gaps: list[list[int]], half_lives_s: tuple[float, ...],
+                  config: RulesConfig) -> tuple[dict[float, list[float]], int]:
+    """(half-life -> weight of each bucket, index of the first recent bucket) of a
+    timeline (current layout, not empty) with these gaps."""
+    width = config.time_bucket_s
+    return _view(tuple(map(tuple, gaps)), width,
+                 max(1, math.ceil(config.recent_window_s / width)), half_lives_s)
+
+
 def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: RulesConfig
                     ) -> tuple[list[float], list[int], list[int]]:
     """decayed_totals and recent_and_older in one walk over the columns."""
@@ -237,10 +251,7 @@ def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: Ru
     columns, ancient = timeline["columns"], timeline["ancient"]
     if timeline["first"] is None:
         return [0.0 for _ in zip(half_lives_s, columns)], [0] * len(ancient), list(ancient)
-    width = config.time_bucket_s
-    weights_of, first_recent = _view(tuple(map(tuple, timeline["gaps"])), width,
-                                     max(1, math.ceil(config.recent_window_s / width)),
-                                     tuple(half_lives_s))
+    weights_of, first_recent = timeline_view(timeline["gaps"], tuple(half_lives_s), config)
     # fsum over exact integer counts times fixed weights: independent of order (a zero
     # count adds an exact 0.0, an all-zero column is []).
     totals = [math.fsum(map(mul, column, weights_of[half_life]))

@@ -78,14 +78,16 @@ def _quantiles(items: list[tuple[float, int]], ps: tuple[float, ...]) -> list[fl
             out.append(low)
             continue
         high = items[index_of(low_index + 1 if low_index + 1 < n else n - 1)][0]
-        if low == high:
-            out.append(low)
-            continue
-        l_num, l_den = low.as_integer_ratio()
-        h_num, h_den = high.as_integer_ratio()
-        out.append((l_num * h_den * (p_den - rest) + h_num * l_den * rest)
-                   / (l_den * h_den * p_den))
+        out.append(low if low == high else _between(low, high, rest, p_den))
     return out
+
+
+def _between(low: float, high: float, rest: int, p_den: int) -> float:
+    """low + (high - low) * rest / p_den, correctly rounded: one int / int division of
+    the floats' exact ratios."""
+    l_num, l_den = low.as_integer_ratio()
+    h_num, h_den = high.as_integer_ratio()
+    return (l_num * h_den * (p_den - rest) + h_num * l_den * rest) / (l_den * h_den * p_den)
 
 
 def _quantile(items: list[tuple[float, int]], p: float) -> float:
@@ -128,13 +130,7 @@ def _small_quartiles(items: list[tuple[float, int]]) -> list[float]:
             out.append(low)
             continue
         high = items[bisect_right(ends, low_index + 1 if low_index < last else last)][0]
-        if low == high:
-            out.append(low)
-            continue
-        l_num, l_den = low.as_integer_ratio()
-        h_num, h_den = high.as_integer_ratio()
-        out.append((l_num * h_den * (p_den - rest) + h_num * l_den * rest)
-                   / (l_den * h_den * p_den))
+        out.append(low if low == high else _between(low, high, rest, p_den))
     return out
 
 

@@ -105,7 +105,7 @@ class EpisodicLogger(ManagedMemoryNode):
         self._result_subscriptions: dict = {}
         # Rejections are counted one by one, but logged at most once a second per topic
         # and reason: a flood of bad results must not cost a log line each.
-        self._log_throttle = LogThrottle(1.0)
+        self._log_throttle = LogThrottle()
         # Counts of earlier activations (an Ingest lives from activate to deactivate).
         self._before = Counter()
         self._before_rejected: Counter[str] = Counter()
@@ -176,14 +176,11 @@ class EpisodicLogger(ManagedMemoryNode):
             refused = ingest.refuse_invalid(exc, source)
         except Refused as exc:
             refused = exc
-        held = self._log_throttle.admit((source, refused.reason))
-        if held is not None:
-            text = f"rejected execution result on {source}: {refused.detail} " \
-                   f"(reason {refused.reason}){held_back(held)}"
-            if refused.reason == "store_full":  # every result is refused now: loudly
-                self.get_logger().error(text)
-            else:
-                self.get_logger().warning(text)
+        self._log_at_most_once_a_second(
+            (source, refused.reason),
+            "error" if refused.reason == "store_full" else "warning",  # store_full: loudly
+            f"rejected execution result on {source}: {refused.detail} "
+            f"(reason {refused.reason})")
         raise refused
 
     def take_arrived(self) -> None:
@@ -219,11 +216,10 @@ class EpisodicLogger(ManagedMemoryNode):
         except Refused:
             return
         if not ingest.submit(record):
-            held = self._log_throttle.admit((topic, "backlog_full"))
-            if held is not None:
-                self.get_logger().error(f"rejected execution result on {topic}: backlog of "
-                                        f"{ingest.pending} unwritten results is full "
-                                        f"(reason backlog_full){held_back(held)}")
+            self._log_at_most_once_a_second(
+                (topic, "backlog_full"), "error",
+                f"rejected execution result on {topic}: backlog of {ingest.pending} "
+                "unwritten results is full (reason backlog_full)")
 
     def on_message_lost(self, info: QoSMessageLostInfo) -> None:
         """DDS reports results it dropped before we could take them."""
@@ -232,10 +228,9 @@ class EpisodicLogger(ManagedMemoryNode):
             self.ingest.count("dds_lost", lost)
         else:
             self._before_rejected["dds_lost"] += lost
-        if self._log_throttle.admit("dds_lost") is not None:
-            self.get_logger().error(f"{lost} execution results lost in DDS before the "
-                                    f"logger took them (total {info.total_count}; reason "
-                                    "dds_lost)")
+        self._log_at_most_once_a_second(
+            "dds_lost", "error", f"{lost} execution results lost in DDS before the logger "
+            f"took them (total {info.total_count}; reason dds_lost)")
 
     async def on_record_event(self, request, response):
         """Acknowledged write: answer with the event id only once it is committed."""
@@ -266,6 +261,13 @@ class EpisodicLogger(ManagedMemoryNode):
         ack.add_done_callback(lambda _: done.set_result(None))
         await done
         return ack.result()
+
+    def _log_at_most_once_a_second(self, kind, level: str, text: str) -> None:
+        """`_log` the first line of a kind at once, then at most one a second, saying how
+        many were held back (every one of them is counted where it happens)."""
+        held = self._log_throttle.admit(kind)
+        if held is not None:
+            self._log(level, text + held_back(held))
 
     def _log(self, level: str, text: str) -> None:
         # One call site per severity: rclpy refuses a second severity from the same line.

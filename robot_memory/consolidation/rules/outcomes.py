@@ -3,15 +3,12 @@ columns 0 = successes, 1 = ordinary failures, 2 = safety-relevant failures."""
 
 from __future__ import annotations
 
-from math import fsum
-from operator import mul
 from typing import Any
 
 from robot_memory.consolidation.rules.base import RulesConfig, r6
 from robot_memory.consolidation.rules.timeline import (COLUMN_BITS, decayed_totals,
                                                        recent_and_older, timeline_add,
-                                                       timeline_merge, timeline_totals,
-                                                       timeline_view)
+                                                       timeline_merge, timeline_totals)
 from robot_memory.consolidation.stats import two_proportion_z, wilson_confidence
 from robot_memory.records import ExecutionRecord
 
@@ -99,39 +96,10 @@ def rate_block(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, An
 
 def rate_view(state: dict[str, Any], config: RulesConfig
               ) -> tuple[dict[str, Any], float, dict[str, Any]]:
-    """rate_block and contradiction from one walk over the timeline (what render needs).
-    The same arithmetic as _weighted, _rate_block and _contradiction (and as
-    timeline_totals), written out: it runs for every rate group a pass touches."""
-    timeline = state["timeline"]
-    if "buckets" in timeline or timeline["first"] is None:
-        (successes, failures, safety), recent, older = timeline_totals(
-            state, _half_lives(config), config)
-        n_recent, n_older = sum(recent), sum(older)
-        recent_successes, older_successes = recent[SUCCESS], older[SUCCESS]
-    else:
-        half_life, safety_half_life = config.half_life_s, config.safety_half_life_s
-        weights_of, first = timeline_view(timeline["gaps"], (half_life, half_life,
-                                                            safety_half_life), config)
-        weights, safety_weights = weights_of[half_life], weights_of[safety_half_life]
-        column_s, column_f, column_x = timeline["columns"]
-        successes = fsum(map(mul, column_s, weights))
-        failures = fsum(map(mul, column_f, weights))
-        safety = fsum(map(mul, column_x, safety_weights))
-        ancient_s, ancient_f, ancient_x = timeline["ancient"]
-        recent_successes = sum(column_s[first:])
-        older_successes = ancient_s + sum(column_s[:first])
-        n_recent = recent_successes + sum(column_f[first:]) + sum(column_x[first:])
-        n_older = (older_successes + ancient_f + ancient_x + sum(column_f[:first])
-                   + sum(column_x[:first]))
-    n = successes + failures + safety
-    block = {"n": round(n, 6), "successes": round(successes, 6),
-             "rate": round(successes / n, 6) if n else 0.0}
-    z = two_proportion_z(recent_successes, n_recent, older_successes, n_older)
-    conflict = {"recent": {"n": n_recent, "successes": recent_successes},
-                "older": {"n": n_older, "successes": older_successes}, "z": round(z, 6),
-                "contested": (min(n_recent, n_older) >= config.contest_min_observations
-                              and abs(z) >= config.contest_z)}
-    return block, wilson_confidence(successes, n), conflict
+    """rate_block and contradiction from one walk over the timeline (what render needs)."""
+    totals, recent, older = timeline_totals(state, _half_lives(config), config)
+    block, confidence = _rate_block(_weighted(totals))
+    return block, confidence, _contradiction(recent, older, config)
 
 
 def merge_outcomes(state: dict[str, Any], partial: dict[str, Any], config: RulesConfig) -> None:

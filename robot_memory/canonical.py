@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from json.encoder import c_make_encoder, encode_basestring
 from typing import Any
+
+try:  # optional: plain_canonical_json is exact without it, only slower
+    import orjson
+except ImportError:  # pragma: no cover - an install without the pinned requirements
+    orjson = None
 
 
 # One encoder, made once: json.dumps with these options would build a new one per call
@@ -33,6 +39,46 @@ def canonical_json(value: Any) -> str:
         return "".join(_C_ENCODE(value, 0))
     except RecursionError:
         raise ValueError("value nests too deeply or contains itself") from None
+
+
+# orjson's text is the standard encoder's (sorted keys, shortest round-trip floats, UTF-8)
+# except: floats of magnitude 1e-9 .. 1e-4 ("0.00001" and "1e-6" where repr writes
+# "1e-05" and "1e-06"), and NaN or infinity, which it writes as null instead of refusing.
+# Text where either could be is encoded again by the standard encoder, as is anything
+# orjson refuses (an int past 64 bits, a lone surrogate, a subclass, a dataclass...).
+_SHORT_NEGATIVE_EXPONENT = re.compile(rb"e-[0-9](?![0-9])")
+_ORJSON_OPTIONS = 0 if orjson is None else (
+    orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS)
+
+
+def plain_canonical_json(value: Any) -> str:
+    """canonical_json of plain data: dicts with str keys, lists, str, int, float, bool and
+    None (what the consolidation rules render and keep as state). The same text, encoded
+    by orjson when it is installed: 4-5x faster, and a pass encodes two documents per
+    fact it touches. Not for anything else (orjson would write an Enum or a UUID, which
+    canonical_json refuses)."""
+    if orjson is None:
+        return canonical_json(value)
+    try:
+        text = orjson.dumps(value, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError
+        return canonical_json(value)
+    # Substring tests first: a regular expression over the whole text costs as much as
+    # encoding it.
+    if (b"null" in text or b"0.0000" in text
+            or (b"e-" in text and _SHORT_NEGATIVE_EXPONENT.search(text))):
+        return canonical_json(value)
+    return text.decode("utf-8")
+
+
+def plain_json_loads(text: str) -> Any:
+    """json.loads of text that plain_canonical_json wrote (its integers fit in 64 bits:
+    orjson reads a longer one as a float), with orjson when it is installed: twice as
+    fast (a pass decodes the stored state of every group it touches)."""
+    if orjson is None:
+        return json.loads(text)
+    return orjson.loads(text)
 
 
 def sha256_hex(text: str) -> str:

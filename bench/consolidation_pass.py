@@ -15,7 +15,9 @@ full pass over 10^5 rows, 60-75 MB RSS).
     the measuring process before the first pass (baseline) and at its peak, fact rows.
     Each size runs in its own process, so one size's memory never counts for another.
     Memory goal: peak <= 120 MB at 10^6 events with 10^4 facts.
-Every trial runs on a fresh copy of a cached store (bench/stores.py), untimed.
+Every trial runs on a fresh copy of a cached store (bench/stores.py), untimed. The
+incremental trials and the scaling rows also record reference_loop_ms: a fixed Python
+loop run just before each pass, to tell a slow trial from a slow machine.
 
 Every pass is timed as the consolidator node runs it: on a store the process holds open
 (MemoryStore keep_open), whose commits do not checkpoint SQLite's write-ahead log; the
@@ -46,7 +48,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from bench.stats import write_result
+from bench.stats import python_loop_ms, write_result
 from bench.stores import IDENTITY, KeySpace, append_results, cached_store, working_copy
 from robot_memory.consolidation import consolidation_pass
 from robot_memory.store import MemoryStore, Partition
@@ -95,12 +97,14 @@ def on_fresh_copies(store: Path, trials: int, prepare: Callable[[str], None],
 
 
 def full_pass_seconds(expect_events: int, facts_seen: list[int] | None = None,
-                      engine=consolidation_pass,
-                      checkpoints: list[float] | None = None) -> Callable[[str], float]:
+                      engine=consolidation_pass, checkpoints: list[float] | None = None,
+                      loops: list[float] | None = None) -> Callable[[str], float]:
     """Times one pass; the checkpoint the node runs after it is timed on its own, into
-    `checkpoints`."""
+    `checkpoints`, and the reference loop run just before it into `loops`."""
     def measure(url: str) -> float:
         partition = open_partition(url)  # opening (engine, schema check) is not the pass
+        if loops is not None:
+            loops.append(python_loop_ms())
         seconds, report = timed(lambda: engine(partition))
         assert report.events_read == expect_events, report.summary()
         if facts_seen is not None:
@@ -116,6 +120,14 @@ def full_pass_seconds(expect_events: int, facts_seen: list[int] | None = None,
 def checkpoint_stats(samples_s: list[float]) -> dict:
     """The log checkpoint after the pass (the cold trial's dropped), in ms."""
     return {"checkpoint_after_median_ms": stats_ms(samples_s[1:])["median_ms"]}
+
+
+def reference_loops(loops_ms: list[float]) -> dict:
+    """The 10^6-addition loop (bench.stats.python_loop_ms) run untimed right before each
+    trial's pass (the cold trial's dropped): how fast the machine ran Python at that
+    moment. On a shared 2-core machine it swings nearly 2x between trials minutes apart,
+    and a trial's pass with it."""
+    return {"reference_loop_ms": loops_ms[1:]}
 
 
 def full_pass(events: int, facts: int, trials: int, engine=consolidation_pass) -> dict:
@@ -164,11 +176,13 @@ def incremental(store_events: int, new_events: int, facts: int, trials: int) -> 
     keys = KeySpace.for_facts(facts)
     touched: list[int] = []
     checkpoints: list[float] = []
+    loops: list[float] = []
     samples = on_fresh_copies(
         base, trials, lambda url: append_results(url, store_events, new_events, keys),
-        full_pass_seconds(new_events, touched, checkpoints=checkpoints))
+        full_pass_seconds(new_events, touched, checkpoints=checkpoints, loops=loops))
     return {"store_events": store_events, "new_events": new_events,
-            "facts_touched": touched[-1], **stats_ms(samples), **checkpoint_stats(checkpoints)}
+            "facts_touched": touched[-1], **stats_ms(samples), **checkpoint_stats(checkpoints),
+            **reference_loops(loops)}
 
 
 def scaling_row(events: int, facts: int, trials: int) -> dict:
@@ -192,13 +206,14 @@ def peak_rss_bytes() -> int:
 def scaling_child(events: int, facts: int, trials: int, raw: Path) -> None:
     process = psutil.Process()
     baseline = None
-    samples, seen, checkpoints = [], [], []
+    samples, seen, checkpoints, loops = [], [], [], []
     for _ in range(trials + 1):
         with tempfile.TemporaryDirectory(prefix="bench_scale_") as scratch:
             url = working_copy(raw, Path(scratch))
             partition = open_partition(url)
             if baseline is None:  # imports done, store open, nothing consolidated yet
                 baseline = process.memory_info().rss
+            loops.append(python_loop_ms())
             seconds, report = timed(lambda: consolidation_pass(partition))
             assert report.events_read == events, report.summary()
             samples.append(seconds)
@@ -210,7 +225,7 @@ def scaling_child(events: int, facts: int, trials: int, raw: Path) -> None:
             partition.store.close()
     peak = peak_rss_bytes()
     print(json.dumps({"events": events, "fact_rows": seen[-1], **stats_ms(samples[1:]),
-                      **checkpoint_stats(checkpoints),
+                      **checkpoint_stats(checkpoints), **reference_loops(loops),
                       "rss_baseline_mb": round(baseline / MB, 1),
                       "rss_peak_mb": round(peak / MB, 1)}))
 
@@ -306,7 +321,8 @@ def print_summary(result: dict, path: Path) -> None:
     print(f"incremental, {inc['new_events']} new on {inc['store_events']}: {inc['median_ms']} ms"
           f" = {inc['over_full_pass']}x the full pass (goal <= {INCREMENTAL_GOAL_RATIO}x and "
           f"< {INCREMENTAL_GOAL_MS} ms); the log checkpoint after it "
-          f"{inc['checkpoint_after_median_ms']} ms")
+          f"{inc['checkpoint_after_median_ms']} ms; reference loop "
+          f"{min(inc['reference_loop_ms'])}-{max(inc['reference_loop_ms'])} ms")
     print(f"{'events':>9} {'median ms':>10} {'p90 ms':>9} {'RSS base':>9} {'RSS peak':>9} "
           f"{'facts':>6} {'ckpt ms':>8}")
     for row in result["scaling"]["rows"]:

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Connection, delete, func, insert, inspect, select, text, update
 from sqlalchemy.dialects import postgresql
 
-from robot_memory.canonical import canonical_json, sha256_hex
+from robot_memory.canonical import canonical_json, plain_canonical_json, sha256_hex
 from robot_memory.errors import ConsolidationError, StoreFailure
 from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
 from robot_memory.store.engine import create_store_engine
@@ -368,7 +368,9 @@ class Partition:
         rows, kept = [], []
         for item in new_events:
             seq += 1
-            payload_json = canonical_json(item.payload)
+            # A decoded payload is plain data: the same bytes, from orjson when it is there.
+            payload_json = (plain_canonical_json(item.payload) if item.as_decoded
+                            else canonical_json(item.payload))
             digest = _digest_of_canonical(prev, ident, seq, item.kind, item.stamp_ns,
                                           payload_json)
             rows.append((ident, seq, item.kind, int(item.stamp_ns), payload_json, prev, digest))

@@ -106,6 +106,20 @@ def _wait(predicate, timeout_s: float, what: str) -> None:
         time.sleep(0.05)
 
 
+def _ask_until_served(planner, timeout_s: float = 30.0):
+    """The answer after the pass. The planner sees the new facts on `facts`, and the
+    grounding server applies the same pass from `facts_delta` (or, if the delta was lost,
+    from the store a diagnostics period or two later): the two do not arrive in step, so
+    an answer before the server has caught up is ABSTAIN. Ask again, as a planner would,
+    until it answers or the time is up (the last answer is what the demo checks)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answer = planner.grounding.query(SKILL, TARGET, ENVIRONMENT, intent_id="demo-after")
+        if answer.ok or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.25)
+
+
 def _tail(path: Path, lines: int) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
@@ -161,7 +175,7 @@ def run_demo(db_url: str = "", period_s: float = 2.0, keep: bool = False) -> int
         _wait(lambda: planner.fact_count() >= sent, 120, "the consolidator's pass")
         _say(f"[demo] consolidator published facts covering {planner.fact_count()} observations")
 
-        after = planner.grounding.query(SKILL, TARGET, ENVIRONMENT, intent_id="demo-after")
+        after = _ask_until_served(planner)
         _say(f"[demo] planner asks after consolidation: {after.status}")
         _say(f"[demo] {format_grounding_block(after.facts)}")
         ok &= after.ok and any(kv.key == "force_n" and kv.value == 25.0

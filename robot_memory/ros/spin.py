@@ -29,6 +29,7 @@ from rclpy.signals import SignalHandlerOptions
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 JOIN_TIMEOUT_S = 10.0
+SIGNAL_POLL_S = 0.1  # how soon the main thread sees a stop signal
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,19 @@ class _StopRequest:
     def __init__(self):
         self.event = threading.Event()
         self.error: BaseException | None = None
+        self.signalled = False
 
     def on_signal(self, _signum, _frame) -> None:
+        # Only a flag: the handler runs in the main thread between two of its bytecodes,
+        # possibly inside Event.wait while it holds the Event's lock (a second signal
+        # landing as the first one wakes it). event.set() here would wait for that lock
+        # forever. The main thread sets the event when it sees the flag.
+        self.signalled = True
+
+    def wait(self) -> None:
+        """Until a signal, a failed spin or an external shutdown asks to stop."""
+        while not self.signalled and not self.event.wait(SIGNAL_POLL_S):
+            pass
         self.event.set()
 
     def fail(self, error: BaseException) -> None:
@@ -86,7 +98,7 @@ def run_nodes(specs: list[NodeSpec], args=None) -> None:
             nodes.append((spec, node))
             spinners.append(_Spinner(node, spec.make_executor(), stop))
         settle_heap()
-        stop.event.wait()
+        stop.wait()
     finally:
         # Ignore every later signal (launch's, a repeated Ctrl-C) until the process has
         # ended. SIG_IGN, not a Python handler: the interpreter resets its own handlers to

@@ -13,6 +13,7 @@ import pytest
 
 from robot_memory.client import GroundingClient
 from robot_memory.event_kinds import EXECUTION_RESULT, FACT_CONSULTATION
+from robot_memory.ros.spin import _StopRequest
 from robot_memory.store import MemoryStore, verify_chain
 
 from ros.conftest import stack_log, wait_until
@@ -99,6 +100,25 @@ def test_group_signal_twice_under_load_loses_nothing(probe, start_stack, certifi
     assert {f"early-{i}" for i in range(BEFORE)} <= set(intents)
     assert any(i.startswith("late-") for i in intents)  # results arriving under load too
     assert verify_chain(part).ok
+
+
+def test_a_signal_landing_inside_the_wait_does_not_deadlock_it():
+    """A second signal can land while the main thread, just woken by the first, still
+    holds the lock of the Event it waited on: the handler must not need that lock."""
+    stop = _StopRequest()
+    handled = threading.Event()
+
+    def main_thread_interrupted_inside_event_wait():
+        with stop.event._cond:  # where Event.wait holds it as it returns
+            stop.on_signal(signal.SIGTERM, None)
+        handled.set()
+
+    threading.Thread(target=main_thread_interrupted_inside_event_wait, daemon=True).start()
+    assert handled.wait(5), "the signal handler waited for the lock its own thread holds"
+    waiter = threading.Thread(target=stop.wait, daemon=True)
+    waiter.start()
+    waiter.join(5)
+    assert not waiter.is_alive() and stop.event.is_set()
 
 
 def rclpy_loaded(pid: int) -> bool:

@@ -69,15 +69,16 @@ def _quantiles(items: list[tuple[float, int]], ps: tuple[float, ...]) -> list[fl
         ends = list(accumulate([c for _, c in items]))
         n = ends[-1]
         index_of = partial(bisect_right, ends)
+    last = n - 1
     out = []
     for p in ps:
         p_num, p_den = _RATIOS.get(p) or _ratio(p)
-        low_index, rest = divmod(p_num * (n - 1), p_den)
+        low_index, rest = divmod(p_num * last, p_den)
         low = items[index_of(low_index)][0]
         if rest == 0:
             out.append(low)
             continue
-        high = items[index_of(low_index + 1 if low_index + 1 < n else n - 1)][0]
+        high = items[index_of(low_index + 1 if low_index < last else last)][0]
         out.append(low if low == high else _between(low, high, rest, p_den))
     return out
 
@@ -97,16 +98,12 @@ def _quantile(items: list[tuple[float, int]], p: float) -> float:
 
 
 _QUARTILES = (0.25, 0.5, 0.75)
-_QUARTILE_RATIOS = tuple(_ratio(p) for p in _QUARTILES)
 
 
 def band(bag: Multiset) -> dict[str, float]:
     """Median and interquartile band: robust to a few wild attempts."""
     items = _sorted_items(bag)  # once: exact conversion and sorting dominate the cost
-    if len(items) > NUMPY_FROM:
-        q1, median, q3 = _quantiles(items, _QUARTILES)
-    else:
-        q1, median, q3 = _small_quartiles(items)
+    q1, median, q3 = _quantiles(items, _QUARTILES)
     return {"median": median, "q1": q1, "q3": q3, "min": items[0][0], "max": items[-1][0]}
 
 
@@ -114,23 +111,6 @@ def band_with_n(bag: Multiset) -> dict[str, float | int]:
     """band and the number of values, in the key order the facts write them."""
     out = band(bag)
     out["n"] = sum(bag.values())
-    return out
-
-
-def _small_quartiles(items: list[tuple[float, int]]) -> list[float]:
-    """_quantiles at the quartiles for a few distinct values, written out (every band
-    of every touched fact runs it): the same integer arithmetic."""
-    ends = list(accumulate([c for _, c in items]))
-    last = ends[-1] - 1  # n - 1
-    out = []
-    for p_num, p_den in _QUARTILE_RATIOS:
-        low_index, rest = divmod(p_num * last, p_den)
-        low = items[bisect_right(ends, low_index)][0]
-        if rest == 0:
-            out.append(low)
-            continue
-        high = items[bisect_right(ends, low_index + 1 if low_index < last else last)][0]
-        out.append(low if low == high else _between(low, high, rest, p_den))
     return out
 
 

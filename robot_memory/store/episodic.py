@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, delete, func, insert, inspect, select, text, update
+from sqlalchemy import Connection, delete, func, insert, inspect, select, text
 from sqlalchemy.dialects import postgresql
 
 from robot_memory.canonical import canonical_json, plain_canonical_json, sha256_hex
@@ -33,7 +33,6 @@ from robot_memory.store.schema import (
     consolidation_state,
     events,
     metadata,
-    result_facets,
     semantic_facts,
     store_info,
 )

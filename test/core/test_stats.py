@@ -121,8 +121,8 @@ def test_shrunk_rate_and_most_common():
 
 
 def test_bands_of_a_few_values_are_the_exact_quantiles():
-    """band's written-out quartiles (up to NUMPY_FROM distinct values) give the bits of
-    the exact rational quantile, rounded once, as the general path does: signed zeros,
+    """band's quartiles of a few distinct values (up to NUMPY_FROM: the path without
+    numpy) give the bits of the exact rational quantile, rounded once: signed zeros,
     ties, tiny and huge values included."""
     from robot_memory.consolidation.stats import NUMPY_FROM, _quantiles, _sorted_items
     rng = random.Random(12)

@@ -9,7 +9,11 @@ full pass over 10^5 rows, 60-75 MB RSS).
     `GROUP BY skill, target, environment, success` over the same 10^5 rows (a plain
     table of those four typed columns) in the same run: goal ratio <= 1.
 (c) Incremental pass after 10^3 new events on a consolidated 10^6-event store: goal
-    <= 0.05x the full pass over 10^6 (from (d)) and < 30 ms.
+    <= 0.05x the full pass over 10^6 (from (d)) and < 30 ms. Timed in the node's steady
+    state: the store is held open and has had a pass over 10^3 earlier new results, so
+    the statements are compiled and the caches warm (warm_pass_seconds). Measured on the
+    10^4-fact key space (the goals) and, beside it, on the seed-shaped stream against its
+    own full pass over 10^6.
 (d) Scaling table, 10^2 .. 10^6 events on the 10^4-fact key space, in the shape of the
     paper's Table 5: median and p90 of 9 trials (a 10th, cold, trial discarded), RSS of
     the measuring process before the first pass (baseline) and at its peak, fact rows.
@@ -171,16 +175,39 @@ def bare_group_by(events: int, facts: int, trials: int) -> dict:
     return {"rows": events, "groups": len(groups), "query": query, **stats_ms(samples[1:])}
 
 
+def warm_pass_seconds(store_events: int, new_events: int, keys: KeySpace,
+                      touched: list[int], checkpoints: list[float], loops: list[float]
+                      ) -> Callable[[str], float]:
+    """Times an incremental pass as the node runs it in steady state: on a store it holds
+    open and has already passed over (statements compiled, connection and combination
+    cache warm), after the logger, through a connection of its own, appended new results.
+    So: open, append new_events and pass (untimed), append new_events more, time a pass."""
+    def measure(url: str) -> float:
+        partition = open_partition(url)
+        append_results(url, store_events, new_events, keys)
+        consolidation_pass(partition)  # the pass before this one, untimed
+        partition.store.checkpoint_log()
+        append_results(url, store_events + new_events, new_events, keys)
+        loops.append(python_loop_ms())
+        seconds, report = timed(lambda: consolidation_pass(partition))
+        assert report.events_read == new_events, report.summary()
+        touched.append(report.facts_touched)
+        checkpoints.append(timed(partition.store.checkpoint_log)[0])
+        partition.store.close()
+        return seconds
+    return measure
+
+
 def incremental(store_events: int, new_events: int, facts: int, trials: int) -> dict:
     base = cached_store(store_events, facts)
-    keys = KeySpace.for_facts(facts)
     touched: list[int] = []
     checkpoints: list[float] = []
     loops: list[float] = []
     samples = on_fresh_copies(
-        base, trials, lambda url: append_results(url, store_events, new_events, keys),
-        full_pass_seconds(new_events, touched, checkpoints=checkpoints, loops=loops))
-    return {"store_events": store_events, "new_events": new_events,
+        base, trials, lambda url: None,
+        warm_pass_seconds(store_events, new_events, KeySpace.for_facts(facts), touched,
+                          checkpoints, loops))
+    return {"store_events": store_events, "new_events": new_events, "facts": facts,
             "facts_touched": touched[-1], **stats_ms(samples), **checkpoint_stats(checkpoints),
             **reference_loops(loops)}
 
@@ -267,6 +294,11 @@ def main() -> None:
     bare = bare_group_by(args.full_events, args.facts, args.trials)
     scaling = [scaling_row(n, args.facts, args.trials) for n in scaling_sizes(args.large_store)]
     inc = incremental(args.large_store, args.new_events, args.facts, args.trials)
+    # The same on the seed-shaped stream (a robot with a few skills and targets): the pass
+    # then touches a handful of facts, and its fixed costs are most of it.
+    seed_large = full_pass(args.large_store, SEED_SHAPED_FACTS, args.trials)
+    inc_seed = incremental(args.large_store, args.new_events, SEED_SHAPED_FACTS, args.trials)
+    ratio_inc_seed = inc_seed["median_ms"] / seed_large["median_ms"]
     largest = scaling[-1]
     ratio_bare = key_space["median_ms"] / bare["median_ms"]
     ratio_inc = inc["median_ms"] / largest["median_ms"]
@@ -288,6 +320,10 @@ def main() -> None:
                             / (largest["median_ms"] + largest["checkpoint_after_median_ms"]),
                             4),
                         "goal_ratio": INCREMENTAL_GOAL_RATIO, "goal_ms": INCREMENTAL_GOAL_MS},
+        "incremental_seed_shaped": {**inc_seed, "full_pass_same_store": seed_large,
+                                    "over_full_pass": round(ratio_inc_seed, 4),
+                                    "goal_ratio": INCREMENTAL_GOAL_RATIO,
+                                    "goal_ms": INCREMENTAL_GOAL_MS},
         "scaling": {"key_space_facts": args.facts, "trials": args.trials,
                     "cold_trial_discarded": True, "rows": scaling,
                     "seed_paper_rss_mb": list(SEED_PAPER_RSS_MB)},
@@ -296,6 +332,9 @@ def main() -> None:
             "full_pass_key_space_le_bare_group_by": ratio_bare <= 1.0,
             "incremental_le_0.05x_full": ratio_inc <= INCREMENTAL_GOAL_RATIO,
             "incremental_lt_30ms": inc["median_ms"] < INCREMENTAL_GOAL_MS,
+            # The goals above are on the 10^4-fact key space; these on the seed's shape.
+            "incremental_seed_shaped_le_0.05x_full": ratio_inc_seed <= INCREMENTAL_GOAL_RATIO,
+            "incremental_seed_shaped_lt_30ms": inc_seed["median_ms"] < INCREMENTAL_GOAL_MS,
             "rss_peak_le_120mb_at_largest": largest["rss_peak_mb"] <= MEMORY_GOAL_MB,
         },
         "goals_measured_at": {"full_events": args.full_events,
@@ -323,6 +362,10 @@ def print_summary(result: dict, path: Path) -> None:
           f"< {INCREMENTAL_GOAL_MS} ms); the log checkpoint after it "
           f"{inc['checkpoint_after_median_ms']} ms; reference loop "
           f"{min(inc['reference_loop_ms'])}-{max(inc['reference_loop_ms'])} ms")
+    seed_inc = result["incremental_seed_shaped"]
+    print(f"incremental, seed-shaped ({seed_inc['facts_touched']} facts touched): "
+          f"{seed_inc['median_ms']} ms = {seed_inc['over_full_pass']}x its full pass "
+          f"({seed_inc['full_pass_same_store']['median_ms']} ms)")
     print(f"{'events':>9} {'median ms':>10} {'p90 ms':>9} {'RSS base':>9} {'RSS peak':>9} "
           f"{'facts':>6} {'ckpt ms':>8}")
     for row in result["scaling"]["rows"]:

@@ -101,14 +101,12 @@ def on_fresh_copies(store: Path, trials: int, prepare: Callable[[str], None],
 
 
 def full_pass_seconds(expect_events: int, facts_seen: list[int] | None = None,
-                      engine=consolidation_pass, checkpoints: list[float] | None = None,
-                      loops: list[float] | None = None) -> Callable[[str], float]:
-    """Times one pass; the checkpoint the node runs after it is timed on its own, into
-    `checkpoints`, and the reference loop run just before it into `loops`."""
+                      engine=consolidation_pass, checkpoints: list[float] | None = None
+                      ) -> Callable[[str], float]:
+    """Times one full pass; the checkpoint the node runs after it is timed on its own,
+    into `checkpoints`."""
     def measure(url: str) -> float:
         partition = open_partition(url)  # opening (engine, schema check) is not the pass
-        if loops is not None:
-            loops.append(python_loop_ms())
         seconds, report = timed(lambda: engine(partition))
         assert report.events_read == expect_events, report.summary()
         if facts_seen is not None:

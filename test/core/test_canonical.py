@@ -45,7 +45,8 @@ def test_same_text_or_same_error_as_canonical_json(value):
 @pytest.mark.parametrize("value", [
     1e-05, 1.5e-05, -9.9e-05, 1e-06, 5e-09, 1e-10, 1e-4, 1e16, 1e-300, 5e-324, -0.0,
     {"a": [1e-06, {"b": 2e-05}]}, "a e-5 0.00001 null", 2 ** 64, -(2 ** 63) - 1,
-    {"x": None}, {1: "an int key", "2": 2}, [float("nan")], {"y": float("inf")}, {"z": -float("inf")}, "\ud800"])
+    {"x": None}, {1: "an int key", "2": 2}, [float("nan")], {"y": float("inf")},
+    {"z": -float("inf")}, "\ud800"])
 def test_the_cases_orjson_writes_differently(value):
     assert encoded(plain_canonical_json, value) == encoded(canonical_json, value)
 

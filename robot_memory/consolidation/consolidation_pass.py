@@ -357,19 +357,26 @@ def _run_pass(partition: Partition, config: RulesConfig, apply: bool, stamp_ns: 
     report.changes, report.conflicts = result.changes, result.conflicts
     report.facts_touched = len(result.changes)
     if apply:
-        stamp = stamp_ns if stamp_ns is not None else inputs.last_stamp_ns
-        # JSON values only (str keys): what decoding their canonical JSON gives back.
-        audit = [NewEvent(c["event_kind"], {k: v for k, v in c.items() if k != "event_kind"},
-                          stamp, as_decoded=True) for c in result.conflicts]
-        audit.append(NewEvent(CONSOLIDATION_RUN, run_payload(report, inputs), stamp,
-                              as_decoded=True))
-        facts = [_fact_write(c) for c in result.changes]
-        written = partition.commit_pass(inputs.checkpoint.run_seq, inputs.reset_pending,
-                                        result.states, facts, audit)
-        report.run_event_id = written[-1].id
+        report.run_event_id = commit(partition, inputs, report, result, stamp_ns)
         report.applied = True
     report.duration_s = time.perf_counter() - started
     return report
+
+
+# -- 3. commit --------------------------------------------------------------------------
+def commit(partition: Partition, inputs: PassInputs, report: PassReport, result: PassResult,
+           stamp_ns: int | None = None) -> int:
+    """Write what compute() made of these inputs, in one transaction; the run event's id."""
+    stamp = stamp_ns if stamp_ns is not None else inputs.last_stamp_ns
+    # JSON values only (str keys): what decoding their canonical JSON gives back.
+    audit = [NewEvent(c["event_kind"], {k: v for k, v in c.items() if k != "event_kind"},
+                      stamp, as_decoded=True) for c in result.conflicts]
+    audit.append(NewEvent(CONSOLIDATION_RUN, run_payload(report, inputs), stamp,
+                          as_decoded=True))
+    facts = [_fact_write(c) for c in result.changes]
+    written = partition.commit_pass(inputs.checkpoint.run_seq, inputs.reset_pending,
+                                    result.states, facts, audit)
+    return written[-1].id
 
 
 # -- snapshots --------------------------------------------------------------------------

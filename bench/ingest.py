@@ -16,6 +16,10 @@ Then a flood of invalid results (force_n = NaN) at --invalid-rate: every one mus
 counted as rejected (non_finite_value), none stored; recorded are the logger's CPU per
 1000 rejected and how many log lines the flood cost (at most one a second).
 
+Last, with no stack running, the logger's CPU per result without DDS or competition
+(bench.ingest_cost: intake, writer, and the store's rows alone), which with the DDS
+threads' live CPU gives the budget at 1000/s (cpu_budget_at_1000).
+
     python -m bench.ingest [--seconds 10] [--rates 50,100,200,400,1000,2000]
                            [--modes four_process,one_process] [--invalid-rate 1000]
                            [--out FILE]
@@ -35,6 +39,7 @@ from pathlib import Path
 
 import psutil
 
+from bench import ingest_cost
 from bench.grounding_latency import isolate_ros_traffic, nodes_log, start_helper, stop_helper
 from bench.stats import write_result
 from bench.stores import IDENTITY, MANIFEST
@@ -301,6 +306,27 @@ def verdicts(modes: dict) -> dict:
     return out
 
 
+def cpu_budget(modes: dict, standalone: dict) -> dict:
+    """The logger's CPU at GOAL_RATE against the goal: live (the default mode's run), and
+    rebuilt from its parts measured without DDS or competition (bench.ingest_cost) plus
+    the DDS threads' CPU measured live. store_rows_only_and_dds_cores is what any logger
+    keeping this store spends at the least: the rows alone and DDS, before taking,
+    reading, validating or hashing a result. Cores = µs per result x GOAL_RATE / 10^6."""
+    at = {r["rate_per_s"]: r for r in modes.get("four_process", {}).get("rates", [])}
+    live = at.get(GOAL_RATE)
+    if live is None:
+        return {"standalone": standalone}
+    dds = live["logger_cores_dds_threads"]
+    cores = GOAL_RATE / 1e6
+    python_us = standalone["intake_us_per_result"] + standalone["writer_us_per_result"]
+    return {"goal_cores": GOAL_CORES, "rate_per_s": GOAL_RATE,
+            "live_cores": live["logger_cores"], "live_dds_threads_cores": dds,
+            "standalone": standalone,
+            "standalone_and_dds_cores": round(dds + python_us * cores, 3),
+            "store_rows_only_and_dds_cores": round(
+                dds + standalone["store_rows_only_us_per_result"] * cores, 3)}
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="publishing time per rate")
@@ -331,10 +357,14 @@ def main() -> None:
             modes[mode] = run_mode(mode, rates, args.seconds, Path(scratch),
                                    args.invalid_rate)
     goals = verdicts(modes)
+    print("the logger's CPU per result without DDS or competition (bench.ingest_cost)",
+          flush=True)
+    budget = cpu_budget(modes, ingest_cost.measure())
     path = write_result("ingest", {"seconds_per_rate": args.seconds, "rates_per_s": rates,
                                    "goal_stored_vs_noop": GOAL_RATIO,
                                    "goal_cores_at_1000": GOAL_CORES, "modes": modes,
-                                   "goals": goals}, args.out)
+                                   "goals": goals, "cpu_budget_at_1000": budget}, args.out)
+    print(json.dumps(budget, indent=2))
     print(json.dumps(goals, indent=2))
     print(f"wrote {path}")
 

@@ -59,8 +59,7 @@ import psutil
 from bench.stats import python_loop_ms, write_result
 from bench.stores import IDENTITY, KeySpace, append_results, cached_store, working_copy
 from robot_memory.consolidation import consolidation_pass
-from robot_memory.consolidation.consolidation_pass import (PassReport, collector_paused, commit,
-                                                           compute, read_inputs)
+from robot_memory.consolidation.consolidation_pass import collector_paused, commit, plan_pass
 from robot_memory.consolidation.rules import RulesConfig
 from robot_memory.store import MemoryStore, Partition
 
@@ -212,14 +211,8 @@ def store_work_seconds(partition: Partition, config: RulesConfig = RulesConfig()
     store, however fast its computation, can take less. The untimed computation reads
     first, so the timed reads find the statements compiled and the pages cached."""
     with collector_paused():
-        inputs = read_inputs(partition, config)
-        report = PassReport(partition.identity_hash, first_seq=inputs.first_seq,
-                            last_seq=inputs.until_seq, events_read=inputs.events_read,
-                            skipped=dict(inputs.partials.skipped),
-                            overrides_applied=inputs.new_overrides)
-        result = compute(inputs, config)
-        report.changes, report.conflicts = result.changes, result.conflicts
-        report.facts_touched = len(result.changes)
+        inputs, report, result = plan_pass(partition, config)
+        assert result is not None, "nothing new for the pass to do"
         groups: dict[str, list[str]] = {}
         for kind, key, _, _ in result.states:
             groups.setdefault(kind, []).append(key)

@@ -34,17 +34,16 @@ from bench.stores import IDENTITY, KeySpace
 from robot_memory.ingest import Ingest
 from robot_memory.ros.conversions import serialized_result_fields
 from robot_memory.store import MemoryStore
-from robot_memory.store.facets import roll_up_blocks
+from robot_memory.store.bulk import insert_rows
+from robot_memory.store.episodic import _EVENT_COLUMNS
+from robot_memory.store.facets import _FACET_COLUMNS, _VALUE_COLUMNS, roll_up_blocks
+from robot_memory.store.schema import events, result_facets, result_values
 
 BATCH = 100  # results per intake round at 1000/s (intake_period_s 0.1)
 TOPIC = "execution_results"
-_TABLES = {  # table -> columns replayed, in the order read back
-    "events": ("identity_hash", "seq", "kind", "stamp_ns", "payload_json", "prev_hash",
-               "event_hash"),
-    "result_facets": ("event_id", "identity_hash", "seq", "stamp_ns", "combo_id"),
-    "result_values": ("event_id", "identity_hash", "combo_id", "stamp_ns", "source", "name",
-                      "value_repr"),
-}
+# The tables the writer appends to, with the columns it writes (in its order).
+_TABLES = {"events": (events, _EVENT_COLUMNS), "result_facets": (result_facets, _FACET_COLUMNS),
+           "result_values": (result_values, _VALUE_COLUMNS)}
 
 
 def serialized_results(count: int) -> list[bytes]:
@@ -80,7 +79,7 @@ def written_rows(url: str) -> dict[str, list[tuple]]:
         rows = {table: conn.execute(text(
                     f"SELECT {', '.join(columns)} FROM {table} "
                     f"ORDER BY {'rowid' if table == 'result_values' else 'seq'}")).all()
-                for table, columns in _TABLES.items()}
+                for table, (_, columns) in _TABLES.items()}
         combos = conn.execute(text("SELECT * FROM result_combos ORDER BY combo_id")).all()
     store.close()
     return {**rows, "result_combos": combos}
@@ -110,7 +109,6 @@ def rows_only(rows: dict[str, list[tuple]], url: str) -> float:
         batches.append(([tuple(row) for row in events[first:first + BATCH]], batch_facets,
                         [v for f in batch_facets for v in values_by_event.get(f[0], [])],
                         events[min(first + BATCH, len(events)) - 1]))
-    marks = {table: ", ".join("?" * len(columns)) for table, columns in _TABLES.items()}
     block = store.rollup.block
     with store.write() as conn:  # the combinations first, as the first results made them
         conn.exec_driver_sql(f"INSERT INTO result_combos VALUES "
@@ -124,10 +122,9 @@ def rows_only(rows: dict[str, list[tuple]], url: str) -> float:
         with conn.begin():
             conn.exec_driver_sql("SELECT seq, event_hash FROM chain_heads "
                                  "WHERE identity_hash = ?", (IDENTITY,)).first()
-            for table, batch in (("events", batch_events), ("result_facets", batch_facets),
-                                 ("result_values", batch_values)):
-                conn.exec_driver_sql(f"INSERT INTO {table} ({', '.join(_TABLES[table])}) "
-                                     f"VALUES ({marks[table]})", batch)
+            for name, batch in (("events", batch_events), ("result_facets", batch_facets),
+                                ("result_values", batch_values)):
+                insert_rows(conn, *_TABLES[name], batch)
             conn.exec_driver_sql("UPDATE chain_heads SET seq = ?, event_hash = ? "
                                  "WHERE identity_hash = ?", (last[1], last[6], IDENTITY))
             roll_up_blocks(conn, IDENTITY, store.rollup, (batch_events[0][1] - 1) // block,

@@ -341,6 +341,19 @@ def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig()
 def _run_pass(partition: Partition, config: RulesConfig, apply: bool, stamp_ns: int | None,
               max_events: int | None) -> PassReport:
     started = time.perf_counter()
+    inputs, report, result = plan_pass(partition, config, apply, max_events)
+    if apply and result is not None:
+        report.run_event_id = commit(partition, inputs, report, result, stamp_ns)
+        report.applied = True
+    report.duration_s = time.perf_counter() - started
+    return report
+
+
+def plan_pass(partition: Partition, config: RulesConfig, apply: bool = True,
+              max_events: int | None = None
+              ) -> tuple[PassInputs, PassReport, PassResult | None]:
+    """Steps 1 and 2: read the inputs and compute the result (None: nothing new), with the
+    report of the pass they make; nothing is written."""
     inputs = read_inputs(partition, config, max_events)
     report = PassReport(partition.identity_hash, dry_run=not apply,
                         previous_run_event_id=inputs.checkpoint.run_event_id,
@@ -350,17 +363,12 @@ def _run_pass(partition: Partition, config: RulesConfig, apply: bool, stamp_ns: 
                         overrides_applied=inputs.new_overrides)
     if inputs.nothing_new:
         report.last_seq = inputs.checkpoint.done_seq
-        report.duration_s = time.perf_counter() - started
-        return report
+        return inputs, report, None
     report.last_seq = inputs.until_seq
     result = compute(inputs, config)
     report.changes, report.conflicts = result.changes, result.conflicts
     report.facts_touched = len(result.changes)
-    if apply:
-        report.run_event_id = commit(partition, inputs, report, result, stamp_ns)
-        report.applied = True
-    report.duration_s = time.perf_counter() - started
-    return report
+    return inputs, report, result
 
 
 # -- 3. commit --------------------------------------------------------------------------

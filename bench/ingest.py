@@ -34,6 +34,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -98,12 +99,15 @@ def losses(diagnostics: dict) -> dict[str, int]:
             if key.startswith("rejected.")}
 
 
+POLL_S = 0.25  # how often the store (or the no-op's count) is read while waiting
+
+
 def settle(read, quiet_s: float = 1.5, timeout_s: float = 60.0):
     """Poll read() until it has not changed for quiet_s; return the last value and the
     monotonic time it was first seen."""
     value, since, deadline = read(), time.monotonic(), time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        time.sleep(0.25)
+        time.sleep(POLL_S)
         now = read()
         if now != value:
             value, since = now, time.monotonic()
@@ -157,19 +161,31 @@ def publish_until_settled(rate: int, seconds: float, tag: str, start: int, log, 
     if publisher.stdout.readline().strip() != "publishing":
         stop_helper(publisher)
         raise RuntimeError(f"the publisher did not start (exit {publisher.returncode})")
-    started, cpu_start, cpu_seen = time.monotonic(), [cpu() for cpu in cpu_readers], {}
+    started, cpu_start = time.monotonic(), [cpu() for cpu in cpu_readers]
+    cpu_seen, seen_at = {}, {}
 
     def read_noting_cpu():
         value = read()
-        cpu_seen.setdefault(value, [cpu() for cpu in cpu_readers])
+        if value not in cpu_seen:
+            cpu_seen[value], seen_at[value] = [cpu() for cpu in cpu_readers], time.monotonic()
         return value
 
+    # read() is polled while the publisher runs too: otherwise the first time it shows
+    # the final value is after the publisher has exited (its 2 s linger included), and
+    # the CPU readings would count that quiet time.
+    report: list[str] = []
+    reader = threading.Thread(target=lambda: report.append(publisher.stdout.readline()),
+                              daemon=True)
+    reader.start()
     try:
-        sent = json.loads(publisher.stdout.readline())
+        while reader.is_alive():
+            read_noting_cpu()
+            reader.join(POLL_S)
+        sent = json.loads(report[0])
     finally:
         stop_helper(publisher, grace_s=60.0)
-    last, last_change = settle(read_noting_cpu)
-    return sent, last, last_change, started, [c - s for c, s in zip(cpu_seen[last], cpu_start)]
+    last, _ = settle(read_noting_cpu)
+    return sent, last, seen_at[last], started, [c - s for c, s in zip(cpu_seen[last], cpu_start)]
 
 
 def one_rate(rate: int, seconds: float, count_stored, noop_file: Path, logger: psutil.Process,

@@ -31,7 +31,7 @@ from robot_memory.bag_reading import (
     rosbags_messages,
     salvage,
 )
-from robot_memory.event_kinds import EXECUTION_RESULT, IMPORT, PRIVACY_REJECTION
+from robot_memory.event_kinds import IMPORT, PRIVACY_REJECTION
 from robot_memory.records import InvalidRecord, record_from_message
 from robot_memory.store import NewEvent, Partition
 
@@ -223,8 +223,7 @@ def import_bag(partition: Partition, path: Path, *, topics: list[str] | None = N
                         "source": f"bag {path.name} {raw.topic}", "field": exc.field,
                         "category": exc.reason[len(PRIVACY_PREFIX):]}, raw.log_time_ns))
                 continue
-            results.append(NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns,
-                                    as_decoded=True))
+            results.append(NewEvent.of_record(record))
     finally:
         bar.close()
     report.damage = contents.damage

@@ -66,7 +66,6 @@ def _stamp_ns(value: Any) -> int:
 
 
 def cmd_ingest(args) -> int:
-    from robot_memory.event_kinds import EXECUTION_RESULT
     from robot_memory.records import InvalidRecord, validate_record
     from robot_memory.store import NewEvent
     partition = _partition(args)
@@ -88,8 +87,7 @@ def cmd_ingest(args) -> int:
                 bad += 1
                 print(f"{args.jsonl}:{number}: rejected: {exc}", file=sys.stderr)
                 continue
-            good.append(NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns,
-                                 as_decoded=True))
+            good.append(NewEvent.of_record(record))
     for start in range(0, len(good), 5000):
         partition.append_many(good[start:start + 5000])
     print(f"ingested {len(good)} execution results, rejected {bad} lines "

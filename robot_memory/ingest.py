@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robot_memory.errors import InputError, StoreFailure
-from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
+from robot_memory.event_kinds import PRIVACY_REJECTION
 from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
 from robot_memory.records import ExecutionRecord, InvalidRecord, validate_record
@@ -135,20 +135,31 @@ class Ingest:
     def submit(self, record: ExecutionRecord) -> bool:
         """Queue a record from a topic; False (counted as backlog_full) when the queue
         already holds `max_pending` unwritten events."""
-        event = NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns, as_decoded=True)
+        return not self.submit_many([record])
+
+    def submit_many(self, records: list[ExecutionRecord]) -> int:
+        """Queue records from a topic, in order, under one lock (the intake queues a
+        round at once); returns how many of the last ones were refused (counted as
+        backlog_full) because the queue already held `max_pending` unwritten events."""
+        events = [NewEvent.of_record(record) for record in records]
         with self._cond:
-            if self.pending >= self.max_pending:
-                self.rejected["backlog_full"] += 1
-                return False
-            self.accepted += 1
-            self._push(_Item(event, self._next_seq + 1))
-        return True
+            room = max(0, self.max_pending - self.pending)
+            refused = max(0, len(events) - room)
+            if refused:
+                self.rejected["backlog_full"] += refused
+                del events[room:]
+            self.accepted += len(events)
+            seq, queue = self._next_seq, self._queue
+            for seq, event in enumerate(events, start=seq + 1):
+                queue.append(_Item(event, seq))
+            self._next_seq = seq
+        return refused
 
     def record(self, record: ExecutionRecord) -> Future:
         """Queue an acknowledged write; the future gives its StoredEvent once committed
         (after everything queued before it), or raises StoreWriteFailed."""
         ack: Future = Future()
-        event = NewEvent(EXECUTION_RESULT, record.payload(), record.stamp_ns, as_decoded=True)
+        event = NewEvent.of_record(record)
         with self._cond:
             if self._stopping:
                 ack.set_exception(StoreWriteFailed("the writer is closed"))
@@ -282,7 +293,8 @@ class Ingest:
             if self._conn is None:
                 self._conn = self.partition.store.write_connection()
             with self._conn.begin():
-                stored = self.partition.append_in(self._conn, [item.event for item in batch])
+                stored = self.partition.append_fields_in(self._conn,
+                                                         [item.event for item in batch])
         except Exception as exc:  # the driver's errors vary; none may lose a queued result
             self._close_connection()  # a broken connection is not reused
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -301,10 +313,10 @@ class Ingest:
             self.written += sum(1 for item in batch if item.counted)
             self._in_flight, self._in_flight_count = None, 0
             self.last_error = ""
-            for item, event in zip(batch, stored):
+            for item, fields in zip(batch, stored):
                 if item.ack is not None:
                     self._acks_waiting -= 1
-                    item.ack.set_result(event)
+                    item.ack.set_result(StoredEvent(*fields))
             self._cond.notify_all()
         return True
 

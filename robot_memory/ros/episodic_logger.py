@@ -29,7 +29,7 @@ from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteFailed
 from robot_memory.log_throttle import LogThrottle, held_back
 from robot_memory.msg import ExecutionResult
-from robot_memory.records import InvalidRecord
+from robot_memory.records import ExecutionRecord, InvalidRecord
 from robot_memory.ros.conversions import result_fields, serialized_result_fields
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.managed_node import ManagedMemoryNode
@@ -133,7 +133,7 @@ class EpisodicLogger(ManagedMemoryNode):
             # Taken as bytes (raw): the fields are read from them, no message object.
             subscription = self.create_subscription(
                 ExecutionResult, topic,
-                lambda data, t=topic: self.on_execution_result(data, t), qos,
+                lambda data, t=topic: self._submit([self.on_execution_result(data, t)], t), qos,
                 callback_group=self._taken_by_intake, event_callbacks=events, raw=True)
             self._lost_events[topic] = subscription.event_handlers
             self._result_subscriptions[topic] = subscription
@@ -190,13 +190,15 @@ class EpisodicLogger(ManagedMemoryNode):
         listener signals them), which cost about as much as taking the message."""
         taken_any = False
         for topic, subscription in list(self._result_subscriptions.items()):
+            records = []
             with subscription.handle:
                 for _ in range(TAKE_AT_MOST):
                     taken = subscription.handle.take_message(subscription.msg_type, True)
                     if taken is None:
                         break
                     taken_any = True
-                    self.on_execution_result(taken[0], topic)
+                    records.append(self.on_execution_result(taken[0], topic))
+            self._submit(records, topic)
             for handler in self._lost_events.get(topic, ()):
                 handler._ready_to_take_data = True  # rclpy offers no public poll
                 info = handler.take_data()
@@ -206,16 +208,22 @@ class EpisodicLogger(ManagedMemoryNode):
         if taken_any and ingest is not None:
             ingest.write_now()
 
-    def on_execution_result(self, data: bytes, topic: str) -> None:
-        """One result taken from a topic, serialized."""
+    def on_execution_result(self, data: bytes, topic: str) -> ExecutionRecord | None:
+        """One result taken from a topic, serialized: its record, to be queued (with the
+        rest of the round, by _submit), or None when it was refused (and counted)."""
         ingest = self.ingest
         if ingest is None:
-            return
+            return None
         try:
-            record = self._take(ingest, lambda: serialized_result_fields(data), topic)
+            return self._take(ingest, lambda: serialized_result_fields(data), topic)
         except Refused:
+            return None
+
+    def _submit(self, records: list[ExecutionRecord | None], topic: str) -> None:
+        ingest, records = self.ingest, [record for record in records if record is not None]
+        if not records or ingest is None:
             return
-        if not ingest.submit(record):
+        if ingest.submit_many(records):
             self._log_at_most_once_a_second(
                 (topic, "backlog_full"), "error",
                 f"rejected execution result on {topic}: backlog of {ingest.pending} "

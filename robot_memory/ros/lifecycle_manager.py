@@ -2,8 +2,8 @@
 
 Polls each managed node's lifecycle state (`<node>/get_state`) and asks for the next
 transition (`<node>/change_state`): unconfigured -> configure, inactive -> activate.
-Polling keeps going, so a node that starts late or is restarted (respawn) is
-activated too. A transition the manager did not ask for (seen on
+Polling keeps going (more slowly once all are active), so a node that starts late or
+is restarted (respawn) is activated too. A transition the manager did not ask for (seen on
 `<node>/transition_event`) is an operator's: that node is held where it was left until
 `manage_nodes` RESUME (robot_memory.lifecycle_policy decides). Only asynchronous calls:
 the verifier's single thread never blocks.
@@ -26,6 +26,10 @@ TRANSITION_IDS = {"configure": Transition.TRANSITION_CONFIGURE,
                   "deactivate": Transition.TRANSITION_DEACTIVATE}
 
 CALL_TIMEOUT_S = 5.0
+# Once every node is active, each is asked at this period instead: every get_state wakes
+# the asked node's executor (about a millisecond of its CPU), and a restarted node is
+# still found, only up to this much later.
+WATCH_PERIOD_S = 2.0
 # What rcl_lifecycle publishes transition events with (reliable, keep last 10).
 TRANSITION_EVENT_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -48,6 +52,7 @@ class LifecycleManager:
         self._logged_holds: dict[str, str] = {}
         self._timer = node.create_timer(period_s, self._tick,
                                         clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._asked_at = -float("inf")  # when the nodes were last asked
         self.stopped = False
 
     @property
@@ -88,6 +93,10 @@ class LifecycleManager:
 
     def _tick(self) -> None:
         now = time.monotonic()
+        all_active = all(state == "active" for state in self.states.values())
+        if all_active and not self._busy and now - self._asked_at < WATCH_PERIOD_S:
+            return
+        self._asked_at = now
         for name, client in self._get.items():
             started = self._busy.get(name)
             if (started is not None and now - started < CALL_TIMEOUT_S) \

@@ -77,6 +77,14 @@ class NewEvent:
     # keys; str, bool, int, float, dict and list values only, as ExecutionRecord.payload()
     # makes): the append then skips decoding the stored bytes again.
     as_decoded: bool = False
+    # True for an execution_result made by `of_record`: its facets are read without
+    # checking the payload again.
+    checked_result: bool = False
+
+    @classmethod
+    def of_record(cls, record) -> NewEvent:
+        """The execution_result event of a validated ExecutionRecord."""
+        return cls(EXECUTION_RESULT, record.payload(), record.stamp_ns, True, True)
 
 
 @dataclass(frozen=True)
@@ -362,9 +370,15 @@ class Partition:
 
     def append_in(self, conn: Connection, new_events: Iterable[NewEvent]) -> list[StoredEvent]:
         """Append inside a caller's write transaction (so facts and the run event commit together)."""
+        return [StoredEvent(*fields) for fields in self.append_fields_in(conn, new_events)]
+
+    def append_fields_in(self, conn: Connection, new_events: Iterable[NewEvent]) -> list[tuple]:
+        """append_in, giving each appended event's StoredEvent fields as a tuple (id, seq,
+        kind, stamp_ns, payload, prev_hash, event_hash): a caller that needs few of them
+        as events (the logger: its acknowledged writes) does not make the rest."""
         seq, prev = self._lock_head(conn)
         first_seq, ident = seq + 1, self.identity_hash
-        rows, kept = [], []
+        rows, kept, checked = [], [], []
         for item in new_events:
             seq += 1
             # A decoded payload is plain data: the same bytes, from orjson when it is there.
@@ -376,6 +390,7 @@ class Partition:
             # Decoded once from the stored bytes (unless it is that already): the facets
             # and the returned events read it.
             kept.append(item.payload if item.as_decoded else json.loads(payload_json))
+            checked.append(item.checked_result)
             prev = digest
         if not rows:
             return []
@@ -388,13 +403,13 @@ class Partition:
         ids = dict(conn.exec_driver_sql(
             f"SELECT seq, id FROM events WHERE identity_hash = {mark} AND seq >= {mark}",
             (ident, first_seq)).all())
-        insert_facets(conn, [(ids[row[1]], row[1], row[3], payload)
-                             for row, payload in zip(rows, kept)
-                             if row[2] == EXECUTION_RESULT], self._combos)
+        results = [i for i, row in enumerate(rows) if row[2] == EXECUTION_RESULT]
+        insert_facets(conn, [(ids[rows[i][1]], rows[i][1], rows[i][3], kept[i])
+                             for i in results], self._combos, [checked[i] for i in results])
         # The blocks this append filled are summed now, once (facets.roll_up_blocks).
         block = self.store.rollup.block
         roll_up_blocks(conn, ident, self.store.rollup, (first_seq - 1) // block, seq // block)
-        return [StoredEvent(ids[row[1]], row[1], row[2], row[3], payload, row[5], row[6])
+        return [(ids[row[1]], row[1], row[2], row[3], payload, row[5], row[6])
                 for row, payload in zip(rows, kept)]
 
     def _lock_head(self, conn: Connection) -> tuple[int, str]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Sequence
+from itertools import repeat
 
 from sqlalchemy import Connection, select, text
 
@@ -50,6 +52,19 @@ def facets_of_payload(payload: dict, stamp_ns: int) -> tuple[Combo, list[tuple[i
              int(bool(observations)), "")
     values = [(PARAMETER, name, repr(float(v))) for name, v in parameters.items()]
     values += [(OBSERVATION, name, repr(float(v))) for name, v in observations.items()]
+    return combo, values
+
+
+def facets_of_checked(payload: dict) -> tuple[Combo, list[tuple[int, str, str]]]:
+    """`facets_of_payload` of a validated ExecutionRecord's payload() (every field
+    present, of its type, the values finite floats), read without checking it again: the
+    logger appends a thousand a second."""
+    get = payload.__getitem__
+    parameters, observations = get("parameters"), get("observations")
+    combo = (get("skill_id"), get("target_class"), get("environment"), get("zone"),
+             int(get("success")), get("failure_reason"), int(bool(observations)), "")
+    values = [(PARAMETER, name, repr(value)) for name, value in parameters.items()]
+    values += [(OBSERVATION, name, repr(value)) for name, value in observations.items()]
     return combo, values
 
 
@@ -146,15 +161,18 @@ _COMBO_COLUMNS = (*COMBO_FIELDS, "identity_hash")
 
 
 def insert_facets(conn: Connection, results: list[tuple[int, int, int, str | dict]],
-                  combo_ids: ComboIds) -> int:
+                  combo_ids: ComboIds, checked: Sequence[bool] = ()) -> int:
     """Index (event id, seq, stamp_ns, payload_json) execution results of one identity
-    (the payload may be given decoded from that JSON already); returns how many."""
+    (the payload may be given decoded from that JSON already); returns how many.
+    checked[i]: results[i]'s payload is a validated record's (facets_of_checked)."""
     if not results:
         return 0
     decoded = [(event_id, seq, stamp_ns,
-                *(facets_of(payload, stamp_ns) if isinstance(payload, str)
+                *(facets_of_checked(payload) if is_checked
+                  else facets_of(payload, stamp_ns) if isinstance(payload, str)
                   else facets_of_payload(payload, stamp_ns)))
-               for event_id, seq, stamp_ns, payload in results]
+               for (event_id, seq, stamp_ns, payload), is_checked
+               in zip(results, checked or repeat(False))]
     ids = combo_ids.ids_of(conn, {combo for *_, combo, _ in decoded})
     ident = combo_ids.identity_hash
     facets, values = [], []

@@ -124,6 +124,19 @@ def test_a_full_backlog_refuses_and_counts_and_keeps_what_it_holds(part, make_in
     assert part.count_events() + sum(ingest.lost.values()) == 5 + 7
 
 
+def test_a_round_queued_at_once_keeps_its_order_and_refuses_only_what_overflows(
+        part, make_ingest):
+    ingest = make_ingest(part, max_pending=4, flush_period_s=60.0)
+    assert ingest.submit(ingest.take(fields(0), "t"))
+    assert ingest.submit_many([ingest.take(fields(i), "t") for i in range(1, 6)]) == 2
+    assert ingest.submit_many([]) == 0
+    assert ingest.accepted == 4 and ingest.lost == {"backlog_full": 2}
+    assert ingest.flush()
+    assert intents(part) == ["r0", "r1", "r2", "r3"]
+    assert ingest.submit_many([ingest.take(fields(i), "t") for i in (6, 7)]) == 0
+    assert ingest.flush() and intents(part) == ["r0", "r1", "r2", "r3", "r6", "r7"]
+
+
 def cap_pages(store: MemoryStore, cap: dict) -> None:
     """Disk full, for real: new connections see a file that cannot grow past cap['pages']."""
     def on_connect(dbapi_connection, _record):

@@ -132,16 +132,21 @@ def test_a_payload_given_as_decoded_is_stored_and_returned_exactly_as_one_decode
                                 "parameters": {"force_n": 20.0 + i, "neg_zero": -0.0},
                                 "observations": {"mass_kg": 0.25} if i % 3 else {},
                                 "notes": "é"}) for i in range(12)]
+    made = {"decodes": lambda r: NewEvent("execution_result", r.payload(), r.stamp_ns),
+            "as_decoded": lambda r: NewEvent("execution_result", r.payload(), r.stamp_ns,
+                                             as_decoded=True),
+            # of_record: also read without checking the payload again (facets_of_checked)
+            "of_record": NewEvent.of_record}
     stored = {}
-    for as_decoded in (False, True):
-        url = f"sqlite:///{tmp_path / f'{as_decoded}.db'}"
+    for name, make in made.items():
+        url = f"sqlite:///{tmp_path / f'{name}.db'}"
         part = MemoryStore(url).partition(A)
-        stored[as_decoded] = (part.append_many([
-            NewEvent("execution_result", r.payload(), r.stamp_ns, as_decoded=as_decoded)
-            for r in records]), *(_rows(url, t) for t in ("events", "result_facets",
-                                                          "result_values", "result_combos")))
+        stored[name] = (part.append_many([make(r) for r in records]),
+                        *(_rows(url, t) for t in ("events", "result_facets",
+                                                  "result_values", "result_combos")))
         assert verify_chain(part).ok
-    assert stored[True] == stored[False]
+    assert stored["as_decoded"] == stored["decodes"] == stored["of_record"]
+    assert NewEvent.of_record(records[0]).checked_result
 
 
 def test_facets_of_odd_payloads_match_those_of_the_record_reader():
@@ -168,3 +173,18 @@ def test_facets_of_odd_payloads_match_those_of_the_record_reader():
            {**good, "parameters": {"a": True}}, {"skill_id": "s", "success": True}]
     for payload in odd:
         assert facets_of_payload(payload, 5) == reference(payload), payload
+
+
+def test_facets_of_a_validated_record_are_those_of_its_checked_reading():
+    """facets_of_checked skips the checks only: for any record validation accepts, it
+    reads what facets_of_payload reads (ints made floats, -0.0 kept apart from 0.0)."""
+    from robot_memory.records import validate_record
+    from robot_memory.store.facets import facets_of_checked, facets_of_payload
+
+    base = {"stamp_ns": 1, "skill_id": "manipulation.grasp", "success": True}
+    for changes in ({}, {"parameters": {"f": 1.0, "z": -0.0, "big": 1e300}},
+                    {"observations": {"m": 0.25}, "success": False, "failure_reason": "slip"},
+                    {"target_class": "cup", "environment": "sim", "zone": "é",
+                     "parameters": {"f": 3.0}, "observations": {}}):
+        payload = validate_record({**base, **changes}).payload()
+        assert facets_of_checked(payload) == facets_of_payload(payload, 1), changes

@@ -63,8 +63,8 @@ def facets_of_checked(payload: dict) -> tuple[Combo, list[tuple[int, str, str]]]
     parameters, observations = get("parameters"), get("observations")
     combo = (get("skill_id"), get("target_class"), get("environment"), get("zone"),
              int(get("success")), get("failure_reason"), int(bool(observations)), "")
-    values = [(PARAMETER, name, repr(value)) for name, value in parameters.items()]
-    values += [(OBSERVATION, name, repr(value)) for name, value in observations.items()]
+    values = [(PARAMETER, name, repr(float(value))) for name, value in parameters.items()]
+    values += [(OBSERVATION, name, repr(float(value))) for name, value in observations.items()]
     return combo, values
 
 

@@ -183,6 +183,7 @@ def test_facets_of_a_validated_record_are_those_of_its_checked_reading():
 
     base = {"stamp_ns": 1, "skill_id": "manipulation.grasp", "success": True}
     for changes in ({}, {"parameters": {"f": 1.0, "z": -0.0, "big": 1e300}},
+                    {"parameters": {"i": 3}, "duration_s": 2},  # ints: pydantic's path
                     {"observations": {"m": 0.25}, "success": False, "failure_reason": "slip"},
                     {"target_class": "cup", "environment": "sim", "zone": "é",
                      "parameters": {"f": 3.0}, "observations": {}}):

@@ -48,11 +48,8 @@ def facets_of_payload(payload: dict, stamp_ns: int) -> tuple[Combo, list[tuple[i
                                                        record.parameters, record.observations)
         target_class, environment, zone, failure_reason = (
             record.target_class, record.environment, record.zone, record.failure_reason)
-    combo = (skill_id, target_class, environment, zone, int(success), failure_reason,
-             int(bool(observations)), "")
-    values = [(PARAMETER, name, repr(float(v))) for name, v in parameters.items()]
-    values += [(OBSERVATION, name, repr(float(v))) for name, v in observations.items()]
-    return combo, values
+    return _facets(skill_id, target_class, environment, zone, success, failure_reason,
+                   parameters, observations)
 
 
 def facets_of_checked(payload: dict) -> tuple[Combo, list[tuple[int, str, str]]]:
@@ -60,11 +57,17 @@ def facets_of_checked(payload: dict) -> tuple[Combo, list[tuple[int, str, str]]]
     present, of its type, the values finite floats), read without checking it again: the
     logger appends a thousand a second."""
     get = payload.__getitem__
-    parameters, observations = get("parameters"), get("observations")
-    combo = (get("skill_id"), get("target_class"), get("environment"), get("zone"),
-             int(get("success")), get("failure_reason"), int(bool(observations)), "")
-    values = [(PARAMETER, name, repr(float(value))) for name, value in parameters.items()]
-    values += [(OBSERVATION, name, repr(float(value))) for name, value in observations.items()]
+    return _facets(get("skill_id"), get("target_class"), get("environment"), get("zone"),
+                   get("success"), get("failure_reason"), get("parameters"),
+                   get("observations"))
+
+
+def _facets(skill_id, target_class, environment, zone, success, failure_reason,
+            parameters: dict, observations: dict) -> tuple[Combo, list[tuple[int, str, str]]]:
+    combo = (skill_id, target_class, environment, zone, int(success), failure_reason,
+             int(bool(observations)), "")
+    values = [(PARAMETER, name, repr(float(v))) for name, v in parameters.items()]
+    values += [(OBSERVATION, name, repr(float(v))) for name, v in observations.items()]
     return combo, values
 
 

@@ -358,6 +358,7 @@ class Partition:
         self.store = store
         self.identity_hash = identity_hash
         self._combos = ComboIds(identity_hash)
+        self._noted_head: tuple[int, str] | None = None  # the head our last append left
 
     # -- episodic log -----------------------------------------------------------------
     def append(self, kind: str, payload: dict[str, Any], stamp_ns: int) -> StoredEvent:
@@ -377,6 +378,7 @@ class Partition:
         kind, stamp_ns, payload, prev_hash, event_hash): a caller that needs few of them
         as events (the logger: its acknowledged writes) does not make the rest."""
         seq, prev = self._lock_head(conn)
+        self._forget_if_rolled_back(conn, seq, prev)
         first_seq, ident = seq + 1, self.identity_hash
         rows, kept, checked = [], [], []
         for item in new_events:
@@ -409,8 +411,23 @@ class Partition:
         # The blocks this append filled are summed now, once (facets.roll_up_blocks).
         block = self.store.rollup.block
         roll_up_blocks(conn, ident, self.store.rollup, (first_seq - 1) // block, seq // block)
+        self._noted_head = (seq, prev)
         return [(ids[row[1]], row[1], row[2], row[3], payload, row[5], row[6])
                 for row, payload in zip(rows, kept)]
+
+    def _forget_if_rolled_back(self, conn: Connection, head_seq: int, head_hash: str) -> None:
+        """Drop the combination ids our last append cached if its transaction was rolled
+        back (the event it left at the head is not there): SQLite gives those ids to the
+        next rows, and results would be indexed under another combination. A head other
+        than the one that append left is checked; usually another writer appended."""
+        noted = self._noted_head
+        if noted is None or noted == (head_seq, head_hash):
+            return
+        mark = _placeholder(conn)
+        if conn.exec_driver_sql(
+                f"SELECT event_hash FROM events WHERE identity_hash = {mark} AND seq = {mark}",
+                (self.identity_hash, noted[0])).scalar() != noted[1]:
+            self._combos = ComboIds(self.identity_hash)
 
     def _lock_head(self, conn: Connection) -> tuple[int, str]:
         mark = _placeholder(conn)

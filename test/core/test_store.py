@@ -189,3 +189,22 @@ def test_facets_of_a_validated_record_are_those_of_its_checked_reading():
                      "parameters": {"f": 3.0}, "observations": {}}):
         payload = validate_record({**base, **changes}).payload()
         assert facets_of_checked(payload) == facets_of_payload(payload, 1), changes
+
+
+def test_an_append_rolled_back_leaves_no_combination_ids_behind(db_url):
+    """A rolled-back append inserted combinations; the partition must not index later
+    results under the ids those rows had (SQLite gives them to the next ones)."""
+    from helpers import result_event
+    store = MemoryStore(db_url)
+    part = store.partition(A)
+    part.append_many([result_event(1.0, target="cup")])
+    with pytest.raises(ZeroDivisionError), store.write() as conn:
+        part.append_in(conn, [result_event(2.0, target="rolled_back_mug")])
+        1 / 0
+    part.append_many([result_event(3.0, target="plate"), result_event(4.0, target="cup")])
+    with store.read() as conn:
+        indexed = conn.exec_driver_sql(
+            "SELECT e.seq, c.target_class FROM result_facets f JOIN events e "
+            "ON e.id = f.event_id JOIN result_combos c ON c.combo_id = f.combo_id "
+            "ORDER BY e.seq").all()
+    assert indexed == [(1, "cup"), (2, "plate"), (3, "cup")]

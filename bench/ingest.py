@@ -182,6 +182,13 @@ def publish_until_settled(rate: int, seconds: float, tag: str, start: int, log, 
             read_noting_cpu()
             reader.join(POLL_S)
         sent = json.loads(report[0])
+        # And while it lingers before exiting (2 s, so that its last samples are
+        # acknowledged): the last results are stored meanwhile, and a read first made
+        # after it exits would count those quiet seconds too.
+        lingering_until = time.monotonic() + 60.0
+        while publisher.poll() is None and time.monotonic() < lingering_until:
+            read_noting_cpu()
+            time.sleep(POLL_S)
     finally:
         stop_helper(publisher, grace_s=60.0)
     last, _ = settle(read_noting_cpu)

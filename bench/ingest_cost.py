@@ -4,7 +4,7 @@ Measured in this process, on a fresh SQLite store, in the batches the logger wri
 1000 results/s (one per 0.1 s intake round: 100 results):
 - intake: what the intake thread does with a result once rclpy has handed it the bytes,
   as EpisodicLogger.on_execution_result does it without the node: read the fields from
-  the CDR, validate, queue the round (Ingest.take, Ingest.submit_many);
+  the CDR, validate, queue the round (Ingest.take_event, Ingest.submit_events);
 - writer: the Ingest writer thread appending those batches (this process's CPU while
   the intake thread only waits for the flush);
 - store rows only: the same rows (events, result_facets, result_values, the chain head,
@@ -60,8 +60,8 @@ def intake_and_writer(results: list[bytes], url: str) -> tuple[float, float]:
     cpu_started = time.process_time()
     for first in range(0, len(results), BATCH):
         started = time.thread_time()
-        ingest.submit_many([ingest.take(serialized_result_fields(data), TOPIC)
-                            for data in results[first:first + BATCH]])
+        ingest.submit_events([ingest.take_event(serialized_result_fields(data), TOPIC)
+                              for data in results[first:first + BATCH]])
         intake_s += time.thread_time() - started
         if not ingest.flush(timeout=60.0):
             raise RuntimeError(f"the writer did not write: {ingest.last_error}")

@@ -128,6 +128,21 @@ def validate_record(data: dict[str, Any]) -> ExecutionRecord:
     return validate_record_fully(data)
 
 
+def validated_payload(data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """(stamp_ns, payload()) of `validate_record(data)`, refused alike, without building
+    the record, for a caller that gives `data` away (the logger's intake, whose data
+    was just read from a message): on the fast path data itself, its stamp taken out,
+    becomes the payload. A result the log keeps needs no record object, and making one
+    and its payload cost about a sixth of the intake's work per result."""
+    if _plainly_valid(data):
+        finding = find_sensitive(data)
+        if finding is not None:
+            raise _privacy_refusal(finding)
+        return data.pop("stamp_ns"), data
+    record = validate_record_fully(data)
+    return record.stamp_ns, record.payload()
+
+
 def validate_record_fully(data: dict[str, Any]) -> ExecutionRecord:
     """`validate_record` through pydantic for every input (the reference its fast path is
     tested against; it alone words the errors)."""

@@ -29,7 +29,7 @@ from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteFailed
 from robot_memory.log_throttle import LogThrottle, held_back
 from robot_memory.msg import ExecutionResult
-from robot_memory.records import ExecutionRecord, InvalidRecord
+from robot_memory.records import InvalidRecord
 from robot_memory.ros.conversions import result_fields, serialized_result_fields
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.managed_node import ManagedMemoryNode
@@ -37,7 +37,7 @@ from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import execution_results_reader_qos
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.srv import RecordEvent
-from robot_memory.store import MemoryStore
+from robot_memory.store import MemoryStore, NewEvent
 from robot_memory.store.size import MB, store_size_bytes
 
 DEFAULT_TOPIC = "execution_results"
@@ -164,14 +164,14 @@ class EpisodicLogger(ManagedMemoryNode):
             store.close()
 
     # -- intake -----------------------------------------------------------------------
-    def _take(self, ingest: Ingest, fields_of, source: str):
-        """Validate one result (its fields from fields_of()), or raise Refused (counted by
-        the ingest, logged here)."""
+    def _take(self, ingest: Ingest, fields_of, take, source: str):
+        """Validate one result (its fields from fields_of()) with take (Ingest.take or
+        take_event), or raise Refused (counted by the ingest, logged here)."""
         try:
             data = fields_of()
             if not data["stamp_ns"]:  # not stamped by the skill: our receive time
                 data["stamp_ns"] = self.get_clock().now().nanoseconds
-            return ingest.take(data, source)
+            return take(data, source)
         except InvalidRecord as exc:
             refused = ingest.refuse_invalid(exc, source)
         except Refused as exc:
@@ -190,15 +190,15 @@ class EpisodicLogger(ManagedMemoryNode):
         listener signals them), which cost about as much as taking the message."""
         taken_any = False
         for topic, subscription in list(self._result_subscriptions.items()):
-            records = []
+            events = []
             with subscription.handle:
                 for _ in range(TAKE_AT_MOST):
                     taken = subscription.handle.take_message(subscription.msg_type, True)
                     if taken is None:
                         break
                     taken_any = True
-                    records.append(self.on_execution_result(taken[0], topic))
-            self._submit(records, topic)
+                    events.append(self.on_execution_result(taken[0], topic))
+            self._submit(events, topic)
             for handler in self._lost_events.get(topic, ()):
                 handler._ready_to_take_data = True  # rclpy offers no public poll
                 info = handler.take_data()
@@ -208,22 +208,23 @@ class EpisodicLogger(ManagedMemoryNode):
         if taken_any and ingest is not None:
             ingest.write_now()
 
-    def on_execution_result(self, data: bytes, topic: str) -> ExecutionRecord | None:
-        """One result taken from a topic, serialized: its record, to be queued (with the
+    def on_execution_result(self, data: bytes, topic: str) -> NewEvent | None:
+        """One result taken from a topic, serialized: its event, to be queued (with the
         rest of the round, by _submit), or None when it was refused (and counted)."""
         ingest = self.ingest
         if ingest is None:
             return None
         try:
-            return self._take(ingest, lambda: serialized_result_fields(data), topic)
+            return self._take(ingest, lambda: serialized_result_fields(data),
+                              ingest.take_event, topic)
         except Refused:
             return None
 
-    def _submit(self, records: list[ExecutionRecord | None], topic: str) -> None:
-        ingest, records = self.ingest, [record for record in records if record is not None]
-        if not records or ingest is None:
+    def _submit(self, events: list[NewEvent | None], topic: str) -> None:
+        ingest, events = self.ingest, [event for event in events if event is not None]
+        if not events or ingest is None:
             return
-        if ingest.submit_many(records):
+        if ingest.submit_events(events):
             self._log_at_most_once_a_second(
                 (topic, "backlog_full"), "error",
                 f"rejected execution result on {topic}: backlog of {ingest.pending} "
@@ -248,7 +249,8 @@ class EpisodicLogger(ManagedMemoryNode):
             response.reason = f"inactive: {self.inactive_reason}"
             return response
         try:
-            record = self._take(ingest, lambda: result_fields(request.result), "record_event")
+            record = self._take(ingest, lambda: result_fields(request.result), ingest.take,
+                                "record_event")
         except Refused as refused:
             response.reason_code, response.reason = refused.code, refused.detail
             return response

@@ -137,6 +137,38 @@ def test_a_round_queued_at_once_keeps_its_order_and_refuses_only_what_overflows(
     assert ingest.flush() and intents(part) == ["r0", "r1", "r2", "r3", "r6", "r7"]
 
 
+def test_the_topics_events_are_logged_as_records_are(tmp_path, make_ingest):
+    """take_event + submit_events (the logger's topics) store the same bytes, hashes and
+    refusals as take + submit_many, for results valid on the fast path or only through
+    pydantic (an int force), refused, or secret (logged as its privacy_rejection event)."""
+    stream = [fields(0), fields(1, parameters={"force_n": 20}), fields(2, skill_id=""),
+              fields(3, notes="token sk-" + "a" * 30), fields(4, observations={"m": 0.5}),
+              {k: v for k, v in fields(5).items() if k != "zone"}]
+    logged = {}
+    for way in ("records", "events"):
+        store = MemoryStore(f"sqlite:///{tmp_path / way}.db")
+        ingest = make_ingest(store.partition(A), flush_period_s=60.0, now_ns=lambda: 42)
+        taken = []
+        for data in stream:
+            try:
+                taken.append(ingest.take(dict(data), "t") if way == "records"
+                             else ingest.take_event(dict(data), "t"))
+            except Refused as refused:
+                taken.append(refused.reason)
+        queued = [item for item in taken if not isinstance(item, str)]
+        assert (ingest.submit_many(queued) if way == "records"
+                else ingest.submit_events(queued)) == 0
+        assert ingest.flush()
+        with store.read() as conn:
+            rows = conn.exec_driver_sql("SELECT seq, kind, stamp_ns, payload_json, "
+                                        "event_hash FROM events ORDER BY seq").all()
+        logged[way] = (rows, dict(ingest.rejected), [t for t in taken if isinstance(t, str)])
+    assert logged["events"] == logged["records"]
+    rows, rejected, _ = logged["events"]
+    assert [row[1] for row in rows] == ["privacy_rejection"] + ["execution_result"] * 4
+    assert rejected == {"empty_skill_id": 1, "privacy_api_key": 1}
+
+
 def cap_pages(store: MemoryStore, cap: dict) -> None:
     """Disk full, for real: new connections see a file that cannot grow past cap['pages']."""
     def on_connect(dbapi_connection, _record):

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robot_memory.records import (MAX_NOTES, MAX_TEXT, MAX_VALUES, InvalidRecord, pairs_to_dict,
-                                  validate_record, validate_record_fully)
+                                  validate_record, validate_record_fully, validated_payload)
 
 GOOD = {"stamp_ns": 5, "skill_id": "manipulation.grasp", "target_class": "glass_cup",
         "parameters": {"force_n": 25.0}, "success": True}
@@ -95,6 +95,29 @@ def test_validation_accepts_refuses_and_words_errors_exactly_as_pydantic(changes
     if extra:
         data["colour"] = "red"
     assert _outcome(validate_record, data) == _outcome(validate_record_fully, data)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(changes=st.fixed_dictionaries({}, optional=_FIELDS),
+       dropped=st.sets(st.sampled_from(sorted(_PLAIN))),
+       extra=st.booleans())
+def test_validated_payload_is_the_records_stamp_and_payload(changes, dropped, extra):
+    """validated_payload (the logger's intake) accepts and refuses exactly as
+    validate_record does, and gives that record's stamp and payload, to the type."""
+    data = {k: v for k, v in {**_PLAIN, **changes}.items() if k not in dropped}
+    if extra:
+        data["colour"] = "red"
+    expected = _outcome(validate_record, dict(data))
+    try:
+        stamp_ns, payload = validated_payload(data)
+    except InvalidRecord as exc:
+        assert expected == ("refused", exc.field, exc.reason, exc.detail)
+        return
+    assert expected[0] == "accepted"
+    record = expected[1]
+    assert (stamp_ns, payload) == (record.stamp_ns, record.payload())
+    assert [(type(k), type(v)) for k, v in sorted(payload.items())] == [
+        (type(k), type(v)) for k, v in sorted(record.payload().items())]
 
 
 def test_a_record_validated_on_the_fast_path_keeps_no_reference_to_the_input():

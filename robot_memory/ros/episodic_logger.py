@@ -29,7 +29,7 @@ from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteFailed
 from robot_memory.log_throttle import LogThrottle, held_back
 from robot_memory.msg import ExecutionResult
-from robot_memory.records import InvalidRecord
+from robot_memory.records import ExecutionRecord, InvalidRecord
 from robot_memory.ros.conversions import result_fields, serialized_result_fields
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.managed_node import ManagedMemoryNode
@@ -164,24 +164,29 @@ class EpisodicLogger(ManagedMemoryNode):
             store.close()
 
     # -- intake -----------------------------------------------------------------------
-    def _take(self, ingest: Ingest, fields_of, take, source: str):
-        """Validate one result (its fields from fields_of()) with take (Ingest.take or
-        take_event), or raise Refused (counted by the ingest, logged here)."""
+    def _take(self, ingest: Ingest, fields_of, source: str) -> ExecutionRecord:
+        """Validate one result (its fields from fields_of()) into its record, or raise
+        Refused (counted by the ingest, logged here)."""
         try:
-            data = fields_of()
-            if not data["stamp_ns"]:  # not stamped by the skill: our receive time
-                data["stamp_ns"] = self.get_clock().now().nanoseconds
-            return take(data, source)
+            return ingest.take(self._stamped(fields_of()), source)
         except InvalidRecord as exc:
             refused = ingest.refuse_invalid(exc, source)
         except Refused as exc:
             refused = exc
+        self._log_refusal(refused, source)
+        raise refused
+
+    def _stamped(self, data: dict) -> dict:
+        if not data["stamp_ns"]:  # not stamped by the skill: our receive time
+            data["stamp_ns"] = self.get_clock().now().nanoseconds
+        return data
+
+    def _log_refusal(self, refused: Refused, source: str) -> None:
         self._log_at_most_once_a_second(
             (source, refused.reason),
             "error" if refused.reason == "store_full" else "warning",  # store_full: loudly
             f"rejected execution result on {source}: {refused.detail} "
             f"(reason {refused.reason})")
-        raise refused
 
     def take_arrived(self) -> None:
         """One round of the intake thread: take every result that has arrived, topic by
@@ -214,11 +219,14 @@ class EpisodicLogger(ManagedMemoryNode):
         ingest = self.ingest
         if ingest is None:
             return None
-        try:
-            return self._take(ingest, lambda: serialized_result_fields(data),
-                              ingest.take_event, topic)
-        except Refused:
-            return None
+        try:  # as _take, for the event (Ingest.take_event): the same checks and counts
+            return ingest.take_event(self._stamped(serialized_result_fields(data)), topic)
+        except InvalidRecord as exc:
+            refused = ingest.refuse_invalid(exc, topic)
+        except Refused as exc:
+            refused = exc
+        self._log_refusal(refused, topic)
+        return None
 
     def _submit(self, events: list[NewEvent | None], topic: str) -> None:
         ingest, events = self.ingest, [event for event in events if event is not None]
@@ -249,8 +257,7 @@ class EpisodicLogger(ManagedMemoryNode):
             response.reason = f"inactive: {self.inactive_reason}"
             return response
         try:
-            record = self._take(ingest, lambda: result_fields(request.result), ingest.take,
-                                "record_event")
+            record = self._take(ingest, lambda: result_fields(request.result), "record_event")
         except Refused as refused:
             response.reason_code, response.reason = refused.code, refused.detail
             return response

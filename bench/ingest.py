@@ -66,10 +66,10 @@ def stack_supports(mode: str) -> str | None:
 
 
 def start_stack(mode: str, url: str, log) -> Stack:
+    # /diagnostics at its default period (1 s), as users run the logger.
     overrides = {"database_url": url, "manifest_path": str(MANIFEST), "certified_hash": IDENTITY,
                  "period_s": 1.0, "verify_store_on_boot": False,
-                 "full_check_after_boot": False, "growth_limit_mb": 0.0, "hard_limit_mb": 0.0,
-                 "diagnostics_period_s": 0.5}
+                 "full_check_after_boot": False, "growth_limit_mb": 0.0, "hard_limit_mb": 0.0}
     extra = {"one_process": True} if mode == "one_process" else {}
     return Stack(overrides, log_level="warn", **extra).start(stdout=log, stderr=log)
 
@@ -100,6 +100,7 @@ def losses(diagnostics: dict) -> dict[str, int]:
 
 
 POLL_S = 0.25  # how often the store (or the no-op's count) is read while waiting
+DIAGNOSTICS_WAIT_S = 2.5  # two diagnostics periods and the no-op's dump of what it heard
 
 
 def settle(read, quiet_s: float = 1.5, timeout_s: float = 60.0):
@@ -209,7 +210,7 @@ def one_rate(rate: int, seconds: float, count_stored, noop_file: Path, logger: p
     stored = total - stored_before
     busy_s = max(last_growth - started, sent["seconds"])
     received, _ = settle(lambda: read_json(noop_file).get("received", {}).get(tag, 0))
-    time.sleep(1.0)  # one more diagnostics period, so the counts include this rate
+    time.sleep(DIAGNOSTICS_WAIT_S)  # so that the counts include this rate
     lost_after = losses(read_json(noop_file).get("logger_diagnostics", {}))
     counted = {k: v - lost_before.get(k, 0) for k, v in lost_after.items()
                if v - lost_before.get(k, 0)}

@@ -1,7 +1,7 @@
 """The logger's CPU per result without DDS or competition: where its time goes.
 
 Measured in this process, on a fresh SQLite store, in the batches the logger writes at
-1000 results/s (one per 0.1 s intake round: 100 results):
+1000 results/s (one per intake round, `intake_period_s` 0.2: 200 results):
 - intake: what the intake thread does with a result once rclpy has handed it the bytes,
   as EpisodicLogger.on_execution_result does it without the node: read the fields from
   the CDR, validate, queue the round (Ingest.take_event, Ingest.submit_events);
@@ -32,6 +32,7 @@ from sqlalchemy import text
 from bench.load_publisher import result_message
 from bench.stores import IDENTITY, KeySpace
 from robot_memory.ingest import Ingest
+from robot_memory.parameters import node_defaults
 from robot_memory.ros.conversions import serialized_result_fields
 from robot_memory.store import MemoryStore
 from robot_memory.store.bulk import insert_rows
@@ -39,7 +40,8 @@ from robot_memory.store.episodic import _EVENT_COLUMNS
 from robot_memory.store.facets import _FACET_COLUMNS, _VALUE_COLUMNS, roll_up_blocks
 from robot_memory.store.schema import events, result_facets, result_values
 
-BATCH = 100  # results per intake round at 1000/s (intake_period_s 0.1)
+# Results per intake round at 1000/s, with the logger's default intake period.
+BATCH = round(1000 * node_defaults("episodic_logger")["intake_period_s"])
 TOPIC = "execution_results"
 # The tables the writer appends to, with the columns it writes (in its order).
 _TABLES = {"events": (events, _EVENT_COLUMNS), "result_facets": (result_facets, _FACET_COLUMNS),

@@ -54,3 +54,15 @@ def test_readme_documents_every_interface():
     root = Path(__file__).resolve().parents[2]
     for path in sorted((root / "msg").glob("*.msg")) + sorted((root / "srv").glob("*.srv")):
         assert f"`{path.parent.name}/{path.stem}`" in README, path.name
+
+
+def test_readme_ingest_figures_are_the_benchmark_file():
+    result = json.loads((ROOT / "bench" / "results" / "ingest.json").read_text())
+    for rate in result["modes"]["four_process"]["rates"]:
+        assert (f"| {rate['rate_per_s']} | {rate['sent']} | {rate['noop_received']} | "
+                f"{rate['stored']} | {rate['stored_vs_noop']} |") in README
+        assert f"| {rate['logger_cores']} ({rate['logger_cores_dds_threads']}) |" in README
+    cores = result["cpu_budget_at_1000"]["live_cores"]
+    met = result["goals"]["four_process"]["cpu_at_most_0_1_core_at_1000"]
+    words = " ".join(README.split())
+    assert f"**{cores} core, goal 0.1 {'met' if met else 'missed'}" in words

@@ -29,7 +29,7 @@ from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteFailed
 from robot_memory.log_throttle import LogThrottle, held_back
 from robot_memory.msg import ExecutionResult
-from robot_memory.records import ExecutionRecord, InvalidRecord
+from robot_memory.records import InvalidRecord
 from robot_memory.ros.conversions import result_fields, serialized_result_fields
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.managed_node import ManagedMemoryNode
@@ -164,11 +164,12 @@ class EpisodicLogger(ManagedMemoryNode):
             store.close()
 
     # -- intake -----------------------------------------------------------------------
-    def _take(self, ingest: Ingest, fields_of, source: str) -> ExecutionRecord:
-        """Validate one result (its fields from fields_of()) into its record, or raise
-        Refused (counted by the ingest, logged here)."""
+    def _take(self, ingest: Ingest, take, read, given, source: str):
+        """One result, `given` as received, its fields read(given), validated by take
+        (Ingest.take: its record; Ingest.take_event: its event), or raise Refused
+        (counted by the ingest, logged here)."""
         try:
-            return ingest.take(self._stamped(fields_of()), source)
+            return take(self._stamped(read(given)), source)
         except InvalidRecord as exc:
             refused = ingest.refuse_invalid(exc, source)
         except Refused as exc:
@@ -219,14 +220,10 @@ class EpisodicLogger(ManagedMemoryNode):
         ingest = self.ingest
         if ingest is None:
             return None
-        try:  # as _take, for the event (Ingest.take_event): the same checks and counts
-            return ingest.take_event(self._stamped(serialized_result_fields(data)), topic)
-        except InvalidRecord as exc:
-            refused = ingest.refuse_invalid(exc, topic)
-        except Refused as exc:
-            refused = exc
-        self._log_refusal(refused, topic)
-        return None
+        try:
+            return self._take(ingest, ingest.take_event, serialized_result_fields, data, topic)
+        except Refused:
+            return None
 
     def _submit(self, events: list[NewEvent | None], topic: str) -> None:
         ingest, events = self.ingest, [event for event in events if event is not None]
@@ -257,7 +254,8 @@ class EpisodicLogger(ManagedMemoryNode):
             response.reason = f"inactive: {self.inactive_reason}"
             return response
         try:
-            record = self._take(ingest, lambda: result_fields(request.result), "record_event")
+            record = self._take(ingest, ingest.take, result_fields, request.result,
+                                "record_event")
         except Refused as refused:
             response.reason_code, response.reason = refused.code, refused.detail
             return response

@@ -46,6 +46,7 @@ from bench.stats import write_result
 from bench.stores import IDENTITY, MANIFEST
 from robot_memory.bringup import Stack
 from robot_memory.event_kinds import EXECUTION_RESULT
+from robot_memory.parameters import node_defaults
 from robot_memory.store import MemoryStore
 
 RATES = (50, 100, 200, 400, 1000, 2000)
@@ -66,7 +67,7 @@ def stack_supports(mode: str) -> str | None:
 
 
 def start_stack(mode: str, url: str, log) -> Stack:
-    # /diagnostics at its default period (1 s), as users run the logger.
+    # /diagnostics at its default period, as users run the logger.
     overrides = {"database_url": url, "manifest_path": str(MANIFEST), "certified_hash": IDENTITY,
                  "period_s": 1.0, "verify_store_on_boot": False,
                  "full_check_after_boot": False, "growth_limit_mb": 0.0, "hard_limit_mb": 0.0}
@@ -100,7 +101,8 @@ def losses(diagnostics: dict) -> dict[str, int]:
 
 
 POLL_S = 0.25  # how often the store (or the no-op's count) is read while waiting
-DIAGNOSTICS_WAIT_S = 2.5  # two diagnostics periods and the no-op's dump of what it heard
+# Two of the logger's diagnostics periods, and the no-op's dump of what it heard.
+DIAGNOSTICS_WAIT_S = 2 * node_defaults("episodic_logger")["diagnostics_period_s"] + 0.5
 
 
 def settle(read, quiet_s: float = 1.5, timeout_s: float = 60.0):

@@ -112,24 +112,22 @@ class Ingest:
     def take(self, data: dict[str, Any], source: str) -> ExecutionRecord:
         """Validate one result's fields, or raise Refused (already counted; a privacy
         refusal also queues a privacy_rejection event naming the field and category)."""
-        if self.growth_state == OVER_HARD_LIMIT:
-            raise self._refuse(STORE_FULL, "store_full", self._guard.describe(self.store_size))
-        try:
-            return validate_record(data)
-        except InvalidRecord as exc:
-            raise self.refuse_invalid(exc, source) from None
+        return self._validated(validate_record, data, source)
 
     def take_event(self, data: dict[str, Any], source: str) -> NewEvent:
         """`take`, giving the event to queue (`submit_events`) instead of a record, for a
         caller that gives `data` away: it may become the event's payload. The topics'
         intake needs no record object, and making one cost a sixth of its work."""
+        stamp_ns, payload = self._validated(validated_payload, data, source)
+        return NewEvent(EXECUTION_RESULT, payload, stamp_ns, True, True)
+
+    def _validated(self, validate, data: dict[str, Any], source: str):
         if self.growth_state == OVER_HARD_LIMIT:
             raise self._refuse(STORE_FULL, "store_full", self._guard.describe(self.store_size))
         try:
-            stamp_ns, payload = validated_payload(data)
+            return validate(data)
         except InvalidRecord as exc:
             raise self.refuse_invalid(exc, source) from None
-        return NewEvent(EXECUTION_RESULT, payload, stamp_ns, True, True)
 
     def refuse_invalid(self, exc: InvalidRecord, source: str) -> Refused:
         """Count (and for privacy, log as an event) a result found invalid by the caller."""

@@ -120,12 +120,21 @@ def validate_record(data: dict[str, Any]) -> ExecutionRecord:
     """Build a record from plain data, or raise InvalidRecord for the first bad field.
     Secrets and personal data are refused here too (reason privacy_<category>); the
     detail names the field and the category, never the value."""
-    if _plainly_valid(data):  # what every well-behaved producer sends, checked cheaply
-        finding = find_sensitive(data)
-        if finding is None:
-            return _record_of_checked(data)
-        raise _privacy_refusal(finding)
+    if _plainly_valid_and_public(data):
+        return _record_of_checked(data)
     return validate_record_fully(data)
+
+
+def _plainly_valid_and_public(data: dict[str, Any]) -> bool:
+    """True for what every well-behaved producer sends, checked cheaply (_plainly_valid),
+    when nothing in it looks sensitive; raises the privacy refusal when something does;
+    False for anything else, which pydantic then validates."""
+    if not _plainly_valid(data):
+        return False
+    finding = find_sensitive(data)
+    if finding is not None:
+        raise _privacy_refusal(finding)
+    return True
 
 
 def validated_payload(data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -134,10 +143,7 @@ def validated_payload(data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     was just read from a message): on the fast path data itself, its stamp taken out,
     becomes the payload. A result the log keeps needs no record object, and making one
     and its payload cost about a sixth of the intake's work per result."""
-    if _plainly_valid(data):
-        finding = find_sensitive(data)
-        if finding is not None:
-            raise _privacy_refusal(finding)
+    if _plainly_valid_and_public(data):
         return data.pop("stamp_ns"), data
     record = validate_record_fully(data)
     return record.stamp_ns, record.payload()

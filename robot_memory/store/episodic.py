@@ -363,7 +363,9 @@ class Partition:
         self.store = store
         self.identity_hash = identity_hash
         self._combos = ComboIds(identity_hash)
-        self._noted_head: tuple[int, str] | None = None  # the head our last append left
+        # Where the last append that inserted combinations left the head, until it is
+        # seen committed (_forget_if_rolled_back).
+        self._combos_added_at: tuple[int, str] | None = None
 
     # -- episodic log -----------------------------------------------------------------
     def append(self, kind: str, payload: dict[str, Any], stamp_ns: int) -> StoredEvent:
@@ -384,6 +386,7 @@ class Partition:
         as events (the logger: its acknowledged writes) does not make the rest."""
         seq, prev = self._lock_head(conn)
         self._forget_if_rolled_back(conn, seq, prev)
+        inserted = self._combos.inserted
         first_seq, ident = seq + 1, self.identity_hash
         rows, kept, checked = [], [], []
         for kind, payload, stamp_ns, as_decoded, checked_result in new_events:
@@ -415,22 +418,24 @@ class Partition:
         # The blocks this append filled are summed now, once (facets.roll_up_blocks).
         block = self.store.rollup.block
         roll_up_blocks(conn, ident, self.store.rollup, (first_seq - 1) // block, seq // block)
-        self._noted_head = (seq, prev)
+        if self._combos.inserted != inserted:
+            self._combos_added_at = (seq, prev)
         return [(ids[row[1]], row[1], row[2], row[3], payload, row[5], row[6])
                 for row, payload in zip(rows, kept)]
 
     def _forget_if_rolled_back(self, conn: Connection, head_seq: int, head_hash: str) -> None:
-        """Drop the combination ids our last append cached if its transaction was rolled
-        back (the event it left at the head is not there): SQLite gives those ids to the
-        next rows, and results would be indexed under another combination. A head other
-        than the one that append left is checked; usually another writer appended."""
-        noted = self._noted_head
-        if noted is None or noted == (head_seq, head_hash):
+        """Drop the combination ids an append inserted and cached if its transaction was
+        rolled back (the event it left at the head is not there): SQLite gives those ids
+        to the next rows, and results would be indexed under another combination. Only
+        after an append that inserted some, and only a head other than the one it left
+        is looked up (usually another writer appended since)."""
+        added_at, self._combos_added_at = self._combos_added_at, None
+        if added_at is None or added_at == (head_seq, head_hash):
             return
         mark = _placeholder(conn)
         if conn.exec_driver_sql(
                 f"SELECT event_hash FROM events WHERE identity_hash = {mark} AND seq = {mark}",
-                (self.identity_hash, noted[0])).scalar() != noted[1]:
+                (self.identity_hash, added_at[0])).scalar() != added_at[1]:
             self._combos = ComboIds(self.identity_hash)
 
     def _lock_head(self, conn: Connection) -> tuple[int, str]:

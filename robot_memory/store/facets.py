@@ -81,11 +81,14 @@ def _finite_numbers(values: dict) -> bool:
 
 class ComboIds:
     """combination -> combo_id of one identity. Rows are only ever added, and only by a
-    writer holding the chain's lock, so a cached id stays right."""
+    writer holding the chain's lock, so a cached id stays right once its row is
+    committed (the ids it inserted itself are cached before: Partition drops them if
+    that transaction was rolled back)."""
 
     def __init__(self, identity_hash: str):
         self.identity_hash = identity_hash
         self.ids: dict[Combo, int] = {}
+        self.inserted = 0  # rows this cache inserted (and cached the ids of)
         self._newest = 0  # the greatest combo_id read so far
         # combo_id -> combination as committed rows show it (read by passes): grown by
         # the rows past the newest id seen, not reloaded whole on every pass.
@@ -144,6 +147,7 @@ class ComboIds:
         if missing:
             insert_rows(conn, result_combos, _COMBO_COLUMNS,
                         [(*combo, self.identity_hash) for combo in sorted(missing)])
+            self.inserted += len(missing)
             self._rows_after(conn, self._newest)
         return self.ids
 

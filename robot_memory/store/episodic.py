@@ -38,7 +38,7 @@ from robot_memory.store.schema import (
 )
 
 # Schema versions this code can open: older ones are migrated (store/migration.py).
-MIGRATABLE_VERSIONS = (1, 2)
+MIGRATABLE_VERSIONS = (1, 2, 3)
 # store_info keys of the RollupShape
 ROLLUP_KEYS = {"block": "rollup_block", "bucket_ns": "rollup_bucket_ns"}
 

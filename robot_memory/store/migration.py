@@ -6,7 +6,9 @@ the upgrade is logged in each chain as a `schema_migration` event.
 2 -> 3: result_rollup and value_rollup, summed from result_facets and result_values by
         the database for every filled block; the index ix_result_values_group (which
         they replace) is dropped.
-A store of version 1 goes to 3 in one step.
+3 -> 4: the rollups clustered by chain block first (schema.py): the same rows, copied
+        into the new order (SQLite) or given the new primary key (PostgreSQL).
+A store of any older version goes to the current one in one step.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from robot_memory.store.episodic import (SCHEMA_LOCK_KEY, MemoryStore, NewEvent,
 from robot_memory.store.facets import ComboIds, insert_facets, roll_up_blocks
 from robot_memory.store.integrity import verify_chain
 from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, chain_heads, events,
-                                       store_info)
+                                       result_rollup, store_info, value_rollup)
 
 BATCH = 20_000
 
@@ -68,7 +70,7 @@ def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationR
     report = MigrationReport(version)
     if version == SCHEMA_VERSION:
         return report
-    if version not in (1, 2):
+    if version not in (1, 2, 3):
         raise StoreError(f"store {store.url}: no migration from schema version {version}")
     report.events_verified_before = _verify_all(store, "before (the store is not intact)")
     stamp = stamp_ns if stamp_ns is not None else time.time_ns()
@@ -79,13 +81,17 @@ def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationR
             return MigrationReport(SCHEMA_VERSION)
         identities = list(conn.execute(select(chain_heads.c.identity_hash)
                                        .order_by(chain_heads.c.identity_hash)).scalars())
-        record_rollup_shape(conn, store.rollup)  # the shape asked for when opening
+        if version < 3:
+            record_rollup_shape(conn, store.rollup)  # the shape asked for when opening
+        else:
+            _recluster_rollups(conn)
         if version == 2:
             conn.execute(text("DROP INDEX IF EXISTS ix_result_values_group"))
         for identity in identities:
             report.results_indexed[identity] = (
                 _backfill(conn, identity) if version == 1 else _results_indexed(conn, identity))
-            _sum_rollups(conn, identity, store.rollup)
+            if version < 3:
+                _sum_rollups(conn, identity, store.rollup)
         conn.execute(update(store_info).where(store_info.c.key == "schema_version")
                      .values(value=str(SCHEMA_VERSION)))
         for identity in identities:
@@ -105,6 +111,22 @@ def _sum_rollups(conn, identity: str, rollup: RollupShape) -> None:
     head = conn.execute(select(chain_heads.c.seq).where(
         chain_heads.c.identity_hash == identity)).scalar_one()
     roll_up_blocks(conn, identity, rollup, 0, head // rollup.block)
+
+
+def _recluster_rollups(conn) -> None:
+    """Schema 3's rollups in schema 4's primary key order (the rows unchanged)."""
+    for table in (result_rollup, value_rollup):
+        key = ", ".join(column.name for column in table.primary_key.columns)
+        if conn.dialect.name == "postgresql":  # a heap: only its key index changes
+            conn.execute(text(f"ALTER TABLE {table.name} DROP CONSTRAINT {table.name}_pkey"))
+            conn.execute(text(f"ALTER TABLE {table.name} ADD CONSTRAINT {table.name}_pkey "
+                              f"PRIMARY KEY ({key})"))
+            continue
+        # SQLite keeps a WITHOUT ROWID table in its key's order: a new table, the same rows.
+        conn.execute(text(f"ALTER TABLE {table.name} RENAME TO {table.name}_v3"))
+        table.create(conn)
+        conn.execute(text(f"INSERT INTO {table.name} SELECT * FROM {table.name}_v3"))
+        conn.execute(text(f"DROP TABLE {table.name}_v3"))
 
 
 def _results_indexed(conn, identity: str) -> int:

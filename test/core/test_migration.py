@@ -1,7 +1,7 @@
-"""Schema 1 -> 3 and 2 -> 3: a store written before the result facets (1) or their
-rollups (2) existed is upgraded when it is opened (or by `robot-memory migrate`):
-verified before and after, logged as an event, no event rewritten, and consolidation
-goes on to the same facts."""
+"""Schema 1, 2 and 3 -> 4: a store written before the result facets (1) or their
+rollups (2) existed, or with the rollups in pass order (3), is upgraded when it is opened
+(or by `robot-memory migrate`): verified before and after, logged as an event, no event
+rewritten, and consolidation goes on to the same facts."""
 
 import shutil
 import sqlite3
@@ -29,10 +29,50 @@ GROUP_INDEX = ("CREATE INDEX ix_result_values_group ON result_values (identity_h
                "source, name, value_repr, event_id, stamp_ns)")
 
 
-def older_schema(version: int) -> list[str]:
+# Schema 4's rollups are clustered by chain block first; 3's in the order a pass groups.
+BLOCK_FIRST_KEYS = {"result_rollup": "identity_hash, seq_block, combo_id, bucket",
+                    "value_rollup": "identity_hash, seq_block, combo_id, source, name, value_repr"}
+# Schema 3's: the same columns and rows.
+V3_ROLLUP_KEYS = {"result_rollup": "identity_hash, combo_id, bucket, seq_block",
+                  "value_rollup": "identity_hash, combo_id, source, name, value_repr, seq_block"}
+
+
+def v3_rollups(dialect: str) -> list[str]:
+    """SQL that gives a current store's rollups schema 3's primary key (rows unchanged)."""
+    if dialect == "postgresql":
+        return [statement for table, key in V3_ROLLUP_KEYS.items() for statement in (
+            f"ALTER TABLE {table} DROP CONSTRAINT {table}_pkey",
+            f"ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY ({key})")]
+    return [statement for table, key in V3_ROLLUP_KEYS.items() for statement in (
+        f"ALTER TABLE {table} RENAME TO {table}_new",
+        f"CREATE TABLE {table} ({rollup_columns(table)}, PRIMARY KEY ({key})) WITHOUT ROWID",
+        f"INSERT INTO {table} SELECT * FROM {table}_new",
+        f"DROP TABLE {table}_new")]
+
+
+def rollup_columns(table: str) -> str:
+    columns = {"result_rollup": "identity_hash, combo_id, bucket, seq_block, n, min_event_id, "
+                                "max_event_id, max_stamp_ns, min_seq",
+               "value_rollup": "identity_hash, combo_id, source, name, value_repr, seq_block, "
+                               "n, max_event_id, max_stamp_ns"}[table]
+    return ", ".join(f"{name} NOT NULL" for name in columns.split(", "))
+
+
+def rollup_keys(path) -> dict[str, str]:
+    """The primary key of each rollup table of the SQLite store at path, as column names."""
+    with closing(sqlite3.connect(path)) as conn:
+        return {table: ", ".join(row[2] for row in conn.execute(
+                    f"PRAGMA index_info(sqlite_autoindex_{table}_1)"))
+                for table in ROLLUPS}
+
+
+def older_schema(version: int, dialect: str = "sqlite") -> list[str]:
     """SQL that turns a current store into what `version` left on disk."""
     if version == SCHEMA_VERSION:
         return []
+    if version == 3:
+        return v3_rollups(dialect) + [
+            "UPDATE store_info SET value = '3' WHERE key = 'schema_version'"]
     dropped = ROLLUPS + (("result_values", "result_facets", "result_combos")
                          if version == 1 else ())
     return ([f"DROP TABLE {table}" for table in dropped]
@@ -73,7 +113,8 @@ def test_a_v1_store_migrates_on_open_verifies_and_keeps_every_event(tmp_path):
     before = raw_events(path)
     store = MemoryStore(f"sqlite:///{path}")
     report = store.migration
-    assert report is not None and (report.from_version, report.to_version) == (1, 3)
+    assert report is not None and (report.from_version, report.to_version) == \
+        (1, SCHEMA_VERSION)
     assert report.results_indexed == {IDENT: 251, OTHER: 20}
     assert report.events_verified_before == len(before)
     after = raw_events(path)
@@ -130,7 +171,7 @@ def test_robot_memory_migrate_command(tmp_path):
     command = [sys.executable, "-m", "robot_memory.cli", "migrate", "--db", f"sqlite:///{path}"]
     first = subprocess.run(command, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
-    assert "migrated schema 1 -> 3: indexed 271 execution results of 2 identities" in \
+    assert f"migrated schema 1 -> {SCHEMA_VERSION}: indexed 271 execution results of 2 identities" in \
         first.stdout
     again = subprocess.run(command, capture_output=True, text=True)
     assert again.returncode == 0 and "nothing to migrate" in again.stdout
@@ -181,15 +222,20 @@ def rollup_rows(url):
     return rows
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_an_older_store_gets_the_rollups_appending_would_have_written(tmp_path, version):
-    """The migration sums the rollups in SQL (from 2) or by re-indexing (from 1); either
-    way they are the rows the current append writes for the same log."""
+    """The migration sums the rollups in SQL (from 2), by re-indexing (from 1) or copies
+    them into the new order (from 3); either way they are the rows the current append
+    writes for the same log, clustered by block."""
     path, current = tmp_path / "old.db", tmp_path / "current.db"
     build_v1_store(path, version=version)
     build_v1_store(current, version=SCHEMA_VERSION)  # the same log, rolled up on append
+    if version == 3:
+        assert rollup_keys(path) == V3_ROLLUP_KEYS
     store = MemoryStore(f"sqlite:///{path}", rollup=SMALL_BLOCKS)
-    assert (store.migration.from_version, store.migration.to_version) == (version, 3)
+    assert (store.migration.from_version, store.migration.to_version) == \
+        (version, SCHEMA_VERSION)
+    assert rollup_keys(path) == rollup_keys(current) == BLOCK_FIRST_KEYS
     assert store.migration.results_indexed == {IDENT: 251, OTHER: 20}
     with store.read() as conn:
         indexes = conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'index'"
@@ -228,6 +274,45 @@ def test_a_v2_store_migrates_on_postgresql(pg_url):
     migrated = MemoryStore(pg_url, rollup=SMALL_BLOCKS)
     assert (migrated.migration.from_version, migrated.migration.results_indexed) == \
         (2, {IDENT: 150, OTHER: 40})
+    assert rollup_rows(pg_url) == written
+    part = migrated.partition(IDENT)
+    assert verify_chain(part).ok
+    assert consolidation_pass(part).events_read == 30
+    assert facts_snapshot(part) == replay_snapshot(part)  # replay reads the rollups
+    migrated.close()
+
+
+def pg_rollup_keys(url) -> dict[str, str]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        keys = {table: ", ".join(conn.execute(text(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = CAST(:table AS regclass) "
+            "AND i.indisprimary ORDER BY array_position(CAST(i.indkey AS int2[]), a.attnum)"),
+            {"table": table}).scalars()) for table in ROLLUPS}
+    engine.dispose()
+    return keys
+
+
+def test_a_v3_store_migrates_on_postgresql(pg_url):
+    """On a real PostgreSQL server: the rollups get the block-first key, rows unchanged."""
+    store = MemoryStore(pg_url, rollup=SMALL_BLOCKS)
+    part = store.partition(IDENT)
+    part.append_many(varied_events(120))
+    consolidation_pass(part)
+    part.append_many(varied_events(150)[120:])
+    store.close()
+    written = rollup_rows(pg_url)
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:
+        for statement in older_schema(3, "postgresql"):
+            conn.execute(text(statement))
+    engine.dispose()
+    assert pg_rollup_keys(pg_url) == V3_ROLLUP_KEYS
+    migrated = MemoryStore(pg_url, rollup=SMALL_BLOCKS)
+    assert (migrated.migration.from_version, migrated.migration.results_indexed) == \
+        (3, {IDENT: 150})
+    assert pg_rollup_keys(pg_url) == BLOCK_FIRST_KEYS
     assert rollup_rows(pg_url) == written
     part = migrated.partition(IDENT)
     assert verify_chain(part).ok

@@ -1,7 +1,9 @@
 """Ingest: what the logger stores vs. what a do-nothing subscriber receives, per rate.
 
 For each process mode, the stack (`robot_memory.bringup.Stack`, consolidator passing
-every second) runs on a fresh SQLite store beside a do-nothing rclpy subscriber with
+every second) runs on a SQLite store that already holds --history results (2*10^5 by
+default, consolidated: a robot's store after some days; a fresh store hides what the
+append costs once its tables are large) beside a do-nothing rclpy subscriber with
 the logger's QoS (the baseline, its own process) and a planner calling `ground` at
 20 Hz. For each rate a publisher process sends rate x seconds results on
 `execution_results`; then we wait until the store stops growing and read: sent,
@@ -22,7 +24,7 @@ threads' live CPU gives the budget at 1000/s (cpu_budget_at_1000).
 
     python -m bench.ingest [--seconds 10] [--rates 50,100,200,400,1000,2000]
                            [--modes four_process,one_process] [--invalid-rate 1000]
-                           [--out FILE]
+                           [--history 200000] [--out FILE]
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import psutil
 from bench import ingest_cost
 from bench.grounding_latency import isolate_ros_traffic, nodes_log, start_helper, stop_helper
 from bench.stats import write_result
-from bench.stores import IDENTITY, MANIFEST
+from bench.stores import IDENTITY, MANIFEST, cached_store, working_copy
 from robot_memory.bringup import Stack
 from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.parameters import node_defaults
@@ -52,6 +54,8 @@ from robot_memory.store import MemoryStore
 RATES = (50, 100, 200, 400, 1000, 2000)
 MODES = ("four_process",)
 GOAL_RATIO, GOAL_CORES, GOAL_RATE = 0.99, 0.1, 1000
+HISTORY = 200_000  # results the store holds before the first rate
+HISTORY_FACTS = 1000  # the publishers' key space (bench.ingest_peers)
 LOSS_KEYS = ("backlog_full", "dds_lost", "store_error")
 
 
@@ -266,8 +270,12 @@ def _lines_naming(path: Path, text: str) -> int:
 
 
 def run_mode(mode: str, rates: list[int], seconds: float, scratch: Path,
-             invalid_rate: int = 0) -> dict:
-    url = f"sqlite:///{scratch / f'{mode}.db'}"
+             invalid_rate: int = 0, history: int = 0) -> dict:
+    if history:
+        (scratch / mode).mkdir(exist_ok=True)
+        url = working_copy(cached_store(history, HISTORY_FACTS), scratch / mode)
+    else:
+        url = f"sqlite:///{scratch / f'{mode}.db'}"
     noop_file = scratch / f"{mode}_noop.json"
     with nodes_log(scratch / f"{mode}.log") as log:
         stack = start_stack(mode, url, log)
@@ -279,7 +287,8 @@ def run_mode(mode: str, rates: list[int], seconds: float, scratch: Path,
             logger, noop = logger_process(stack), psutil.Process(helpers["noop"].pid)
             processes = {name: psutil.Process(p.pid) for name, p in stack.processes.items()}
             processes.update({name: psutil.Process(p.pid) for name, p in helpers.items()})
-            per_rate, start, count_stored = [], 0, store_counter(url)
+            # The publishers go on where the history ends (results and event times).
+            per_rate, start, count_stored = [], history, store_counter(url)
             for rate in rates:
                 print(f"  {mode}: {rate}/s for {seconds} s", flush=True)
                 result = one_rate(rate, seconds, count_stored, noop_file, logger, noop,
@@ -362,6 +371,9 @@ def parse_args() -> argparse.Namespace:
                              "Stack has no one_process field)")
     parser.add_argument("--invalid-rate", type=int, default=1000,
                         help="rate of the invalid-results flood after the rates (0: none)")
+    parser.add_argument("--history", type=int, default=HISTORY,
+                        help="results the store holds before the first rate (0: a fresh "
+                             "store)")
     parser.add_argument("--out")
     return parser.parse_args()
 
@@ -381,12 +393,13 @@ def main() -> None:
                 modes[mode] = {"skipped": why_not}
                 continue
             modes[mode] = run_mode(mode, rates, args.seconds, Path(scratch),
-                                   args.invalid_rate)
+                                   args.invalid_rate, args.history)
     goals = verdicts(modes)
     print("the logger's CPU per result without DDS or competition (bench.ingest_cost)",
           flush=True)
     budget = cpu_budget(modes, ingest_cost.measure())
     path = write_result("ingest", {"seconds_per_rate": args.seconds, "rates_per_s": rates,
+                                   "history_results": args.history,
                                    "goal_stored_vs_noop": GOAL_RATIO,
                                    "goal_cores_at_1000": GOAL_CORES, "modes": modes,
                                    "goals": goals, "cpu_budget_at_1000": budget}, args.out)

@@ -171,8 +171,8 @@ def test_robot_memory_migrate_command(tmp_path):
     command = [sys.executable, "-m", "robot_memory.cli", "migrate", "--db", f"sqlite:///{path}"]
     first = subprocess.run(command, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
-    assert f"migrated schema 1 -> {SCHEMA_VERSION}: indexed 271 execution results of 2 identities" in \
-        first.stdout
+    assert (f"migrated schema 1 -> {SCHEMA_VERSION}: indexed 271 execution results of "
+            "2 identities") in first.stdout
     again = subprocess.run(command, capture_output=True, text=True)
     assert again.returncode == 0 and "nothing to migrate" in again.stdout
 

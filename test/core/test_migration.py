@@ -254,34 +254,6 @@ def test_an_older_store_gets_the_rollups_appending_would_have_written(tmp_path, 
     assert rolled_up == expected and expected > 200
 
 
-def test_a_v2_store_migrates_on_postgresql(pg_url):
-    """On a real PostgreSQL server: the rollups the migration sums are the rows the
-    appends had written before they were dropped."""
-    store = MemoryStore(pg_url, rollup=SMALL_BLOCKS)
-    part = store.partition(IDENT)
-    part.append_many(varied_events(120))
-    store.partition(OTHER).append_many(varied_events(40))
-    consolidation_pass(part)
-    part.append_many(varied_events(150)[120:])
-    store.close()
-    written = rollup_rows(pg_url)
-    assert sum(row[3] for row in written["result_rollup"]) > 100
-    engine = create_engine(pg_url)
-    with engine.begin() as conn:
-        for statement in older_schema(2):
-            conn.execute(text(statement))
-    engine.dispose()
-    migrated = MemoryStore(pg_url, rollup=SMALL_BLOCKS)
-    assert (migrated.migration.from_version, migrated.migration.results_indexed) == \
-        (2, {IDENT: 150, OTHER: 40})
-    assert rollup_rows(pg_url) == written
-    part = migrated.partition(IDENT)
-    assert verify_chain(part).ok
-    assert consolidation_pass(part).events_read == 30
-    assert facts_snapshot(part) == replay_snapshot(part)  # replay reads the rollups
-    migrated.close()
-
-
 def pg_rollup_keys(url) -> dict[str, str]:
     engine = create_engine(url)
     with engine.connect() as conn:
@@ -294,24 +266,29 @@ def pg_rollup_keys(url) -> dict[str, str]:
     return keys
 
 
-def test_a_v3_store_migrates_on_postgresql(pg_url):
-    """On a real PostgreSQL server: the rollups get the block-first key, rows unchanged."""
+@pytest.mark.parametrize("version", [2, 3])
+def test_an_older_store_migrates_on_postgresql(pg_url, version):
+    """On a real PostgreSQL server: the rollups the migration sums (from 2) or re-keys
+    (from 3) are the rows the appends had written, under the block-first key."""
     store = MemoryStore(pg_url, rollup=SMALL_BLOCKS)
     part = store.partition(IDENT)
     part.append_many(varied_events(120))
+    store.partition(OTHER).append_many(varied_events(40))
     consolidation_pass(part)
     part.append_many(varied_events(150)[120:])
     store.close()
     written = rollup_rows(pg_url)
+    assert sum(row[3] for row in written["result_rollup"]) > 100
     engine = create_engine(pg_url)
     with engine.begin() as conn:
-        for statement in older_schema(3, "postgresql"):
+        for statement in older_schema(version, "postgresql"):
             conn.execute(text(statement))
     engine.dispose()
-    assert pg_rollup_keys(pg_url) == V3_ROLLUP_KEYS
+    if version == 3:
+        assert pg_rollup_keys(pg_url) == V3_ROLLUP_KEYS
     migrated = MemoryStore(pg_url, rollup=SMALL_BLOCKS)
     assert (migrated.migration.from_version, migrated.migration.results_indexed) == \
-        (3, {IDENT: 150})
+        (version, {IDENT: 150, OTHER: 40})
     assert pg_rollup_keys(pg_url) == BLOCK_FIRST_KEYS
     assert rollup_rows(pg_url) == written
     part = migrated.partition(IDENT)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import select, text, update
 
 from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
-from robot_memory.store.episodic import (SCHEMA_LOCK_KEY, MemoryStore, NewEvent, StoreError,
-                                         record_rollup_shape)
+from robot_memory.store.episodic import (MIGRATABLE_VERSIONS, SCHEMA_LOCK_KEY, MemoryStore,
+                                         NewEvent, StoreError, record_rollup_shape)
 from robot_memory.store.facets import ComboIds, insert_facets, roll_up_blocks
 from robot_memory.store.integrity import verify_chain
 from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, chain_heads, events,
@@ -70,7 +70,7 @@ def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationR
     report = MigrationReport(version)
     if version == SCHEMA_VERSION:
         return report
-    if version not in (1, 2, 3):
+    if version not in MIGRATABLE_VERSIONS:
         raise StoreError(f"store {store.url}: no migration from schema version {version}")
     report.events_verified_before = _verify_all(store, "before (the store is not intact)")
     stamp = stamp_ns if stamp_ns is not None else time.time_ns()
@@ -116,11 +116,12 @@ def _sum_rollups(conn, identity: str, rollup: RollupShape) -> None:
 def _recluster_rollups(conn) -> None:
     """Schema 3's rollups in schema 4's primary key order (the rows unchanged)."""
     for table in (result_rollup, value_rollup):
-        key = ", ".join(column.name for column in table.primary_key.columns)
+        key = table.primary_key
         if conn.dialect.name == "postgresql":  # a heap: only its key index changes
-            conn.execute(text(f"ALTER TABLE {table.name} DROP CONSTRAINT {table.name}_pkey"))
-            conn.execute(text(f"ALTER TABLE {table.name} ADD CONSTRAINT {table.name}_pkey "
-                              f"PRIMARY KEY ({key})"))
+            # Schema 3's key had PostgreSQL's default name, which schema 4's keeps.
+            conn.execute(text(f"ALTER TABLE {table.name} DROP CONSTRAINT {key.name}"))
+            conn.execute(text(f"ALTER TABLE {table.name} ADD CONSTRAINT {key.name} PRIMARY KEY "
+                              f"({', '.join(column.name for column in key.columns)})"))
             continue
         # SQLite keeps a WITHOUT ROWID table in its key's order: a new table, the same rows.
         conn.execute(text(f"ALTER TABLE {table.name} RENAME TO {table.name}_v3"))

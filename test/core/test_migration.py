@@ -18,7 +18,8 @@ from robot_memory.consolidation import consolidation_pass, facts_snapshot, repla
 from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
 from robot_memory.store import MemoryStore, NewEvent, verify_chain
 from robot_memory.store.episodic import StoreError
-from robot_memory.store.schema import SCHEMA_VERSION, RollupShape, result_combos, result_facets
+from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, metadata, result_combos,
+                                       result_facets)
 
 IDENT, OTHER = "d" * 64, "e" * 64
 SMALL_BLOCKS = RollupShape(block=16)  # so that a few hundred events fill blocks
@@ -51,11 +52,7 @@ def v3_rollups(dialect: str) -> list[str]:
 
 
 def rollup_columns(table: str) -> str:
-    columns = {"result_rollup": "identity_hash, combo_id, bucket, seq_block, n, min_event_id, "
-                                "max_event_id, max_stamp_ns, min_seq",
-               "value_rollup": "identity_hash, combo_id, source, name, value_repr, seq_block, "
-                               "n, max_event_id, max_stamp_ns"}[table]
-    return ", ".join(f"{name} NOT NULL" for name in columns.split(", "))
+    return ", ".join(f"{column.name} NOT NULL" for column in metadata.tables[table].columns)
 
 
 def rollup_keys(path) -> dict[str, str]:

@@ -36,6 +36,7 @@ from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import execution_results_reader_qos
 from robot_memory.ros.spin import NodeSpec, run_node
+from robot_memory.ros.unheard_publishers import UnheardPublishers
 from robot_memory.srv import RecordEvent
 from robot_memory.store import MemoryStore, NewEvent
 from robot_memory.store.size import MB, store_size_bytes
@@ -111,6 +112,9 @@ class EpisodicLogger(ManagedMemoryNode):
         self._before_rejected: Counter[str] = Counter()
         self._written_at_last_status = (0, time.monotonic())
         self.diagnostics = DiagnosticsPublisher(self)
+        self._reader_qos = execution_results_reader_qos(self.params["history_depth"],
+                                                        self.params["keep_all_history"])
+        self._unheard = UnheardPublishers()
         # From startup, so a producer learns why nothing is recorded instead of waiting.
         self.create_service(RecordEvent, "record_event", self.on_record_event)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
@@ -125,8 +129,7 @@ class EpisodicLogger(ManagedMemoryNode):
             size_of=lambda: store_size_bytes(store),
             measure_period_s=self.params["diagnostics_period_s"], log=self._log,
             now_ns=lambda: self.get_clock().now().nanoseconds)
-        qos = execution_results_reader_qos(self.params["history_depth"],
-                                           self.params["keep_all_history"])
+        qos = self._reader_qos
         for topic in self.topics:
             events = SubscriptionEventCallbacks(message_lost=self.on_message_lost,
                                                 use_default_callbacks=False)
@@ -294,6 +297,18 @@ class EpisodicLogger(ManagedMemoryNode):
             self.get_logger().info(text)
 
     # -- status -----------------------------------------------------------------------
+    def _look_for_unheard_publishers(self) -> None:
+        """Log each publisher on a result topic that the reader cannot hear, once, when
+        it appears: DDS drops all it sends without counting anything as lost."""
+        try:
+            new = self._unheard.look(self, self.topics, self._reader_qos)
+        except Exception as exc:  # the graph is gone while shutting down; look next time
+            self.get_logger().debug(f"cannot read the ROS graph: {exc!r}")
+            return
+        for where, why in sorted(new.items()):
+            self._log("error", f"publisher {where} cannot be heard: {why}; nothing it "
+                               "publishes is received or counted (unheard_publishers)")
+
     def _counts(self) -> tuple[int, int, int, Counter[str]]:
         """accepted, written, pending and rejections by reason, over all activations."""
         ingest = self.ingest
@@ -305,6 +320,8 @@ class EpisodicLogger(ManagedMemoryNode):
                 self._before["written"] + ingest.written, ingest.pending, rejected)
 
     def _publish_diagnostics(self) -> None:
+        self._look_for_unheard_publishers()
+        unheard = self._unheard.now
         ingest = self.ingest
         accepted, written, pending, rejected = self._counts()
         previous, since = self._written_at_last_status
@@ -328,6 +345,10 @@ class EpisodicLogger(ManagedMemoryNode):
             level = max(level, WARN)
             message += "; results lost: " + ", ".join(f"{n} {cause}"
                                                       for cause, n in sorted(lost.items()))
+        if unheard:
+            level = max(level, WARN)
+            message += "; unheard publishers: " + ", ".join(
+                f"{where} ({why})" for where, why in sorted(unheard.items()))
         values = {"accepted": accepted, "written": written,
                   "memory_write_performed": str(written > previous).lower(),
                   "memory_integrity_status": self.gate.state_name,
@@ -339,6 +360,8 @@ class EpisodicLogger(ManagedMemoryNode):
                   "store_size_mb": round(store_size / MB, 3),
                   "growth_state": growth_state, "identity_hash": self.gate.identity_hash or ""}
         values.update({f"rejected.{reason}": n for reason, n in rejected.items()})
+        values["unheard_publishers"] = len(unheard)
+        values.update({f"unheard.{where}": why for where, why in unheard.items()})
         self.diagnostics.publish(level, message, values)
 
 

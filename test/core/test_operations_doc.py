@@ -29,7 +29,8 @@ def test_every_warn_and_error_message_of_the_nodes_is_explained():
             found += 1
     assert found >= 5
     for words in ("above the growth limit", "at or above the hard limit",
-                  "consultation audit records overflowed", "refusing to write or serve"):
+                  "consultation audit records overflowed", "refusing to write or serve",
+                  "unheard publishers:"):
         assert words in DOC, words
 
 

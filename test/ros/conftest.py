@@ -55,6 +55,7 @@ class Probe(Node):
         self.identity: list[IdentityStatus] = []
         self.facts: list[SemanticFactArray] = []
         self.diagnostics: dict[str, dict[str, str]] = {}
+        self.statuses: dict[str, tuple[int, str]] = {}  # node: (level, message)
         self.results = self.create_publisher(ExecutionResult, "execution_results",
                                              EXECUTION_RESULTS_QOS)
         self.create_subscription(IdentityStatus, "identity_status", self.identity.append,
@@ -70,6 +71,7 @@ class Probe(Node):
             if status.hardware_id.startswith(f"/{self.namespace}/"):
                 node = status.hardware_id.rsplit("/", 1)[-1]
                 self.diagnostics[node] = {kv.key: kv.value for kv in status.values}
+                self.statuses[node] = (int.from_bytes(status.level, "little"), status.message)
 
     def call(self, srv_type, name: str, request, timeout: float = 30.0):
         """Call a service of the stack synchronously (the executor spins elsewhere).

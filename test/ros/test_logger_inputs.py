@@ -26,6 +26,26 @@ node.destroy_node()
 rclpy.shutdown()
 """
 
+# A publisher the logger cannot hear, held until stdin closes: another message type
+# ("string"), or the right type with best-effort QoS against the logger's reliable reader
+# (a process each: one process cannot have two types on one topic).
+UNHEARD_PUBLISHER = """
+import sys, rclpy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+from robot_memory.msg import ExecutionResult
+rclpy.init()
+if sys.argv[2] == "string":
+    node = rclpy.create_node("string_skill", namespace=sys.argv[1])
+    node.create_publisher(String, "execution_results", 10)
+else:
+    node = rclpy.create_node("best_effort_skill", namespace=sys.argv[1])
+    node.create_publisher(ExecutionResult, "execution_results",
+                          QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT))
+print("up", flush=True)
+sys.stdin.read()
+"""
+
 
 def test_malformed_results_are_rejected_counted_and_logged(probe, start_stack, certified_hash,
                                                            db_url):
@@ -109,3 +129,38 @@ def test_oversized_wrong_type_and_flood_inputs_leave_the_logger_running(
                == "after-the-flood", 20, "a result after the flood")
     assert stack.exited() == {}
     assert "notes:" in stack_log(stack) and "(reason oversized)" in stack_log(stack)
+
+
+def test_publishers_the_logger_cannot_hear_are_named_in_the_log_and_diagnostics(
+        probe, start_stack):
+    stack = start_stack()
+    probe.wait_identity()
+    probe.wait_logger()
+    publishers = [subprocess.Popen([sys.executable, "-c", UNHEARD_PUBLISHER, probe.namespace,
+                                    kind], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   text=True) for kind in ("string", "best_effort")]
+    try:
+        assert [p.stdout.readline().strip() for p in publishers] == ["up", "up"]
+        ns = f"/{probe.namespace}"
+        diag = wait_until(lambda: (d := probe.diagnostics.get("episodic_logger")) and
+                          d.get("unheard_publishers") == "2" and d, 30, "2 unheard publishers")
+        assert diag[f"unheard.{ns}/string_skill on execution_results"] == (
+            "publishes std_msgs/msg/String, not robot_memory/msg/ExecutionResult")
+        assert diag[f"unheard.{ns}/best_effort_skill on execution_results"].startswith(
+            "QoS incompatible with the logger's reader:")
+        level, message = probe.statuses["episodic_logger"]
+        assert level == 1 and "unheard publishers:" in message, (level, message)
+        assert f"{ns}/string_skill on execution_results" in message
+        # Logged once each as it appears, not once per diagnostics period.
+        log = wait_until(lambda: stack_log(stack).count("cannot be heard") == 2 and
+                         stack_log(stack), 10, "one log line per unheard publisher")
+        assert f"publisher {ns}/best_effort_skill on execution_results cannot be heard: " \
+               "QoS incompatible" in log
+    finally:
+        for process in publishers:
+            process.stdin.close()
+            process.wait(timeout=30)
+    # Gone from the graph: gone from the status, and the status is OK again.
+    wait_until(lambda: probe.diagnostics["episodic_logger"].get("unheard_publishers") == "0"
+               and probe.statuses["episodic_logger"][0] == 0, 30, "the publishers gone")
+    assert stack_log(stack).count("cannot be heard") == 2

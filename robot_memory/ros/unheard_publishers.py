@@ -31,7 +31,7 @@ def unheard_on(node, topic: str, reader_qos: QoSProfile) -> list[tuple[bytes, st
             compatibility, reason = qos_check_compatible(info.qos_profile, reader_qos)
             if compatibility != QoSCompatibility.ERROR:
                 continue
-            why = f"QoS incompatible with the logger's reader: {reason}"
+            why = f"QoS incompatible with the logger's reader: {reason.strip().rstrip(';')}"
         name = "" if info.node_name == UNKNOWN_NODE else \
             f"{info.node_namespace.rstrip('/')}/{info.node_name}"
         found.append((bytes(info.endpoint_gid), name, why))

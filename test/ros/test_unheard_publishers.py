@@ -37,7 +37,9 @@ def test_a_writer_is_named_once_its_node_is_known_and_logged_once():
     graph.publishers = [writer(1, "skill", "/arm")]
     new = unheard.look(graph, ["execution_results"], READER_QOS)
     assert list(new) == ["/arm/skill on execution_results"]
-    assert new["/arm/skill on execution_results"].startswith("QoS incompatible")
+    assert new["/arm/skill on execution_results"] == (
+        "QoS incompatible with the logger's reader: "
+        "ERROR: Best effort publisher and reliable subscription")  # rclpy's words, no ';'
     assert unheard.look(graph, ["execution_results"], READER_QOS) == {}  # not new again
     assert list(unheard.now) == ["/arm/skill on execution_results"]
     graph.publishers = []

@@ -9,15 +9,18 @@ the publisher nor its node. The graph names both, as `ros2 topic info -v` does.
 
 from __future__ import annotations
 
+import time
+
 from rclpy.qos import QoSCompatibility, QoSProfile, qos_check_compatible
 
 RESULT_TYPE = "robot_memory/msg/ExecutionResult"
 # What the graph gives for a writer whose node it does not know (yet, or ever: a DDS
 # writer outside ROS).
 UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"
-# Looks an unnamed writer waits for its node's name before it is reported without one:
-# the graph often learns of a writer a moment before it learns the writer's node.
-NAME_GRACE_LOOKS = 3
+# Seconds an unnamed writer waits for its node's name before it is reported without one:
+# the graph often learns of a writer a moment before it learns the writer's node, and
+# later still on a loaded machine.
+NAME_GRACE_S = 5.0
 
 
 def unheard_on(node, topic: str, reader_qos: QoSProfile) -> list[tuple[bytes, str, str]]:
@@ -44,21 +47,24 @@ class UnheardPublishers:
 
     def __init__(self):
         self.now: dict[str, str] = {}
-        self._unnamed_looks: dict[bytes, int] = {}
+        self._unnamed_since: dict[bytes, float] = {}
 
-    def look(self, node, topics: list[str], reader_qos: QoSProfile) -> dict[str, str]:
-        """Look again; returns the publishers that were not unheard at the last look."""
+    def look(self, node, topics: list[str], reader_qos: QoSProfile,
+             now: float | None = None) -> dict[str, str]:
+        """Look again (at monotonic time `now`); returns the publishers that were not
+        unheard at the last look."""
+        now = time.monotonic() if now is None else now
         found: dict[str, str] = {}
-        unnamed_looks = {}
+        unnamed_since = {}
         for topic in topics:
             for gid, name, why in unheard_on(node, topic, reader_qos):
                 if not name:
-                    unnamed_looks[gid] = looks = self._unnamed_looks.get(gid, 0) + 1
-                    if looks < NAME_GRACE_LOOKS:
+                    unnamed_since[gid] = since = self._unnamed_since.get(gid, now)
+                    if now - since < NAME_GRACE_S:
                         continue
                     name = f"a DDS writer of no known node (gid {gid[:8].hex()})"
                 found[f"{name} on {topic}"] = why
-        self._unnamed_looks = unnamed_looks
+        self._unnamed_since = unnamed_since
         new = {where: why for where, why in found.items() if self.now.get(where) != why}
         self.now = found
         return new

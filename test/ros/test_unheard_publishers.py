@@ -7,7 +7,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.topic_endpoint_info import TopicEndpointInfo
 
 from robot_memory.ros.qos import execution_results_reader_qos
-from robot_memory.ros.unheard_publishers import (NAME_GRACE_LOOKS, RESULT_TYPE, UNKNOWN_NODE,
+from robot_memory.ros.unheard_publishers import (NAME_GRACE_S, RESULT_TYPE, UNKNOWN_NODE,
                                                  UnheardPublishers)
 
 READER_QOS = execution_results_reader_qos(1000, True)
@@ -33,9 +33,9 @@ def writer(gid: int, node: str = UNKNOWN_NODE, namespace: str = "/",
 def test_a_writer_is_named_once_its_node_is_known_and_logged_once():
     graph, unheard = Graph(), UnheardPublishers()
     graph.publishers = [writer(1)]
-    assert unheard.look(graph, ["execution_results"], READER_QOS) == {}  # name still coming
+    assert unheard.look(graph, ["execution_results"], READER_QOS, now=0.0) == {}  # name coming
     graph.publishers = [writer(1, "skill", "/arm")]
-    new = unheard.look(graph, ["execution_results"], READER_QOS)
+    new = unheard.look(graph, ["execution_results"], READER_QOS, now=0.2)
     assert list(new) == ["/arm/skill on execution_results"]
     assert new["/arm/skill on execution_results"] == (
         "QoS incompatible with the logger's reader: "
@@ -50,9 +50,9 @@ def test_a_writer_is_named_once_its_node_is_known_and_logged_once():
 def test_a_writer_of_no_known_node_is_reported_after_the_grace():
     graph, unheard = Graph(), UnheardPublishers()
     graph.publishers = [writer(7, topic_type="std_msgs/msg/String")]
-    for _ in range(NAME_GRACE_LOOKS - 1):
-        assert unheard.look(graph, ["execution_results"], READER_QOS) == {}
-    new = unheard.look(graph, ["execution_results"], READER_QOS)
+    for now in (0.0, 1.0, NAME_GRACE_S - 0.1):
+        assert unheard.look(graph, ["execution_results"], READER_QOS, now=now) == {}
+    new = unheard.look(graph, ["execution_results"], READER_QOS, now=NAME_GRACE_S)
     assert new == {"a DDS writer of no known node (gid 0707070707070707) on execution_results":
                    f"publishes std_msgs/msg/String, not {RESULT_TYPE}"}
 
@@ -60,6 +60,6 @@ def test_a_writer_of_no_known_node_is_reported_after_the_grace():
 def test_a_matching_publisher_is_not_reported():
     graph, unheard = Graph(), UnheardPublishers()
     graph.publishers = [writer(2, "skill", qos=QoSProfile(depth=1000))]  # reliable
-    for _ in range(NAME_GRACE_LOOKS + 1):
-        assert unheard.look(graph, ["execution_results"], READER_QOS) == {}
+    for now in (0.0, NAME_GRACE_S, 2 * NAME_GRACE_S):
+        assert unheard.look(graph, ["execution_results"], READER_QOS, now=now) == {}
     assert unheard.now == {}

@@ -32,7 +32,9 @@ from robot_memory.bag_reading import (
     salvage,
 )
 from robot_memory.event_kinds import IMPORT, PRIVACY_REJECTION
+from robot_memory.receipt import DEFAULT_MAX_CLOCK_AHEAD_S, at_receipt, seconds_to_ns
 from robot_memory.records import InvalidRecord, record_from_message
+from robot_memory.result_cdr import MAX_RESULT_BYTES
 from robot_memory.store import NewEvent, Partition
 
 PRIVACY_PREFIX = "privacy_"
@@ -63,6 +65,7 @@ class ImportReport:
     unread: dict[str, int] = field(default_factory=dict)  # topic -> messages listed, not read
     event_seq: int | None = None
     previous_import_seqs: list[int] = field(default_factory=list)
+    clock_skew: int = 0  # results stamped ahead of their log time, stored at it
 
     @property
     def rejected_by_reason(self) -> dict[str, int]:
@@ -80,6 +83,9 @@ class ImportReport:
         text = (f"imported {self.imported} execution results from {self.bag['name']} "
                 f"({self.bag['storage']}, sha256 {self.bag['sha256'][:12]}), rejected "
                 f"{len(self.rejections)}, already imported {self.already_imported}")
+        if self.clock_skew:
+            text += (f"; {self.clock_skew} stamped ahead of their log time, stored at it "
+                     "(clock_skew)")
         if self.damage or self.unread:
             lost = sum(self.unread.values())
             text += (f"; DAMAGED BAG: {lost} listed messages could not be read"
@@ -166,11 +172,13 @@ def _salvaged(path: Path, topics: list[str] | None, mapping: Mapping | None, exc
 def import_bag(partition: Partition, path: Path, *, topics: list[str] | None = None,
                since_ns: int | None = None, until_ns: int | None = None,
                mapping: Mapping | None = None, progress: bool | None = None,
-               on_rejection: Callable[[Rejection], None] | None = None) -> ImportReport:
+               on_rejection: Callable[[Rejection], None] | None = None,
+               max_clock_ahead_s: float = DEFAULT_MAX_CLOCK_AHEAD_S) -> ImportReport:
     """Import one bag into `partition`; see the module docstring. `progress` None shows
     a progress bar only on a terminal."""
     from tqdm import tqdm
     path = Path(path)
+    max_ahead_ns = seconds_to_ns(max_clock_ahead_s)
     identity = bag_identity(path)
     report = ImportReport(identity)
     previous = previous_imports(partition, identity["sha256"])
@@ -204,6 +212,12 @@ def import_bag(partition: Partition, path: Path, *, topics: list[str] | None = N
             if covered(raw.topic, raw.log_time_ns):
                 report.already_imported += 1
                 continue
+            if raw.msgtype == EXECUTION_RESULT_TYPE and len(raw.data) > MAX_RESULT_BYTES:
+                _reject(report, on_rejection, Rejection(
+                    raw.topic, raw.log_time_ns, "oversized",
+                    f"message: {len(raw.data)} bytes, more than the {MAX_RESULT_BYTES} of "
+                    "the largest valid result; not decoded"))
+                continue
             try:
                 msg = store.deserialize_cdr(raw.data, raw.msgtype)
             except Exception as exc:  # a corrupt payload: its own reason, the rest goes on
@@ -223,7 +237,12 @@ def import_bag(partition: Partition, path: Path, *, topics: list[str] | None = N
                         "source": f"bag {path.name} {raw.topic}", "field": exc.field,
                         "category": exc.reason[len(PRIVACY_PREFIX):]}, raw.log_time_ns))
                 continue
-            results.append(NewEvent.of_record(record))
+            event = NewEvent.of_record(record)
+            # The bag's log time is when the recorder received it.
+            stamp_ns, skewed = at_receipt(event.payload, event.stamp_ns, raw.log_time_ns,
+                                          max_ahead_ns)
+            report.clock_skew += skewed
+            results.append(event._replace(stamp_ns=stamp_ns))
     finally:
         bar.close()
     report.damage = contents.damage

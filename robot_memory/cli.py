@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,9 @@ def cmd_hash(args) -> int:
     return 0
 
 
+MAX_STAMP_NS = 2**63 - 1
+
+
 def _stamp_ns(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError("stamp must be a number of seconds")
@@ -62,16 +66,46 @@ def _stamp_ns(value: Any) -> int:
         raise ValueError(f"stamp {value!r} is not a number") from exc
     if not seconds.is_finite() or seconds < 0:
         raise ValueError(f"stamp {value!r} must be finite and >= 0")
-    return int(seconds * 1_000_000_000)
+    stamp_ns = int(seconds * 1_000_000_000)
+    if stamp_ns > MAX_STAMP_NS:
+        raise ValueError(f"stamp {value!r} is past what a 64-bit nanosecond time can hold "
+                         "(year 2262)")
+    return stamp_ns
+
+
+# No valid result comes near this as a JSON line; a longer line is skipped unread.
+MAX_LINE_BYTES = 1 << 20
+
+
+def _lines(handle):
+    """The file's lines (bytes), None for each one longer than MAX_LINE_BYTES, whose
+    bytes are skipped in chunks, never held whole."""
+    while True:
+        line = handle.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                pass
+            yield None
+            continue
+        yield line
 
 
 def cmd_ingest(args) -> int:
+    from robot_memory.receipt import at_receipt, seconds_to_ns
     from robot_memory.records import InvalidRecord, validate_record
     from robot_memory.store import NewEvent
+    max_ahead_ns, skewed = seconds_to_ns(args.max_clock_ahead_s), 0
     partition = _partition(args)
     good, bad = [], 0
-    with open(args.jsonl, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with open(args.jsonl, "rb") as handle:
+        for number, line in enumerate(_lines(handle), start=1):
+            if line is None:
+                bad += 1
+                print(f"{args.jsonl}:{number}: rejected: line: more than {MAX_LINE_BYTES} "
+                      "bytes, not read (reason oversized)", file=sys.stderr)
+                continue
             if not line.strip():
                 continue
             try:
@@ -83,15 +117,30 @@ def cmd_ingest(args) -> int:
                     raise ValueError("stamp: missing field (seconds)")
                 data["stamp_ns"] = _stamp_ns(data.pop("stamp"))
                 record = validate_record(data)
-            except (ValueError, InvalidRecord) as exc:
+            except RecursionError:
+                bad += 1
+                print(f"{args.jsonl}:{number}: rejected: nested too deeply to read",
+                      file=sys.stderr)
+                continue
+            except (ValueError, InvalidRecord) as exc:  # UnicodeDecodeError included
                 bad += 1
                 print(f"{args.jsonl}:{number}: rejected: {exc}", file=sys.stderr)
                 continue
-            good.append(NewEvent.of_record(record))
+            event = NewEvent.of_record(record)
+            stamp_ns, flagged = at_receipt(event.payload, event.stamp_ns, time.time_ns(),
+                                           max_ahead_ns)
+            if flagged:
+                skewed += 1
+                print(f"{args.jsonl}:{number}: stamp more than {args.max_clock_ahead_s} s "
+                      "ahead of this machine's clock: stored at its receipt time "
+                      "(clock_skew)", file=sys.stderr)
+                event = event._replace(stamp_ns=stamp_ns)
+            good.append(event)
     for start in range(0, len(good), 5000):
         partition.append_many(good[start:start + 5000])
     print(f"ingested {len(good)} execution results, rejected {bad} lines "
-          f"(identity {partition.identity_hash})")
+          f"(identity {partition.identity_hash})"
+          + (f"; {skewed} stamped ahead, stored at receipt (clock_skew)" if skewed else ""))
     return 1 if bad else 0
 
 
@@ -521,6 +570,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = with_store(verbs.add_parser("ingest", help="append execution results from JSON lines"))
     p.add_argument("--jsonl", required=True)
+    p.add_argument("--max-clock-ahead-s", type=float, default=60.0, metavar="S",
+                   help="a stamp more than S seconds ahead of this machine's clock is "
+                        "stored at the time it is read, the stamp kept as sent_stamp_ns "
+                        "(clock_skew; default 60)")
     p.set_defaults(func=cmd_ingest)
 
     p = with_store(verbs.add_parser("consolidate", help="run a consolidation pass"))

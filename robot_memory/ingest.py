@@ -34,6 +34,8 @@ from robot_memory.errors import InputError, StoreFailure
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
 from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
+from robot_memory.receipt import (CLOCK_SKEW, DEFAULT_MAX_CLOCK_AHEAD_S, at_receipt,
+                                  seconds_to_ns)
 from robot_memory.records import (ExecutionRecord, InvalidRecord, validate_record,
                                   validated_payload)
 from robot_memory.store import NewEvent, Partition, StoredEvent
@@ -77,7 +79,8 @@ class Ingest:
                  flush_period_s: float = 0.05, max_batch: int = 5000,
                  retry_period_s: float = 0.5, guard: GrowthGuard | None = None,
                  size_of: Callable[[], int] | None = None, measure_period_s: float = 1.0,
-                 log: Log = _default_log, now_ns: Callable[[], int] = time.time_ns):
+                 log: Log = _default_log, now_ns: Callable[[], int] = time.time_ns,
+                 max_clock_ahead_s: float = DEFAULT_MAX_CLOCK_AHEAD_S):
         self.partition = partition
         self.max_pending = max_pending
         self._period = flush_period_s
@@ -88,9 +91,11 @@ class Ingest:
         self._measure_period = measure_period_s
         self._log = log
         self._now_ns = now_ns  # stamps the privacy_rejection events (ROS time in the node)
+        self._max_ahead_ns = seconds_to_ns(max_clock_ahead_s)
         self.accepted = 0  # valid results taken (queued)
         self.written = 0  # ... of them committed
         self.rejected: Counter[str] = Counter()
+        self.clock_skew = 0  # results stamped too far ahead: stored at their receipt time
         self.last_error = ""
         self.store_size = 0
         self.growth_state = GROWTH_OK
@@ -114,11 +119,17 @@ class Ingest:
         refusal also queues a privacy_rejection event naming the field and category)."""
         return self._validated(validate_record, data, source)
 
-    def take_event(self, data: dict[str, Any], source: str) -> NewEvent:
-        """`take`, giving the event to queue (`submit_events`) instead of a record, for a
-        caller that gives `data` away: it may become the event's payload. The topics'
-        intake needs no record object, and making one cost a sixth of its work."""
+    def take_event(self, data: dict[str, Any], source: str, received_ns: int = 0) -> NewEvent:
+        """`take`, giving the event to queue (`submit_events`, `record_event`) instead of
+        a record, for a caller that gives `data` away: it may become the event's payload.
+        The topics' intake needs no record object, and making one cost a sixth of its
+        work. `received_ns` is recorded in the payload, and a stamp too far ahead of it is
+        replaced by it (`receipt.at_receipt`; counted in clock_skew)."""
         stamp_ns, payload = self._validated(validated_payload, data, source)
+        stamp_ns, skewed = at_receipt(payload, stamp_ns, received_ns, self._max_ahead_ns)
+        if skewed:
+            with self._cond:
+                self.clock_skew += 1
         return NewEvent(EXECUTION_RESULT, payload, stamp_ns, True, True)
 
     def _validated(self, validate, data: dict[str, Any], source: str):
@@ -172,8 +183,11 @@ class Ingest:
     def record(self, record: ExecutionRecord) -> Future:
         """Queue an acknowledged write; the future gives its StoredEvent once committed
         (after everything queued before it), or raises StoreWriteFailed."""
+        return self.record_event(NewEvent.of_record(record))
+
+    def record_event(self, event: NewEvent) -> Future:
+        """`record` of the event `take_event` gave."""
         ack: Future = Future()
-        event = NewEvent.of_record(record)
         with self._cond:
             if self._stopping:
                 ack.set_exception(StoreWriteFailed("the writer is closed"))
@@ -366,4 +380,4 @@ class Ingest:
 
 
 __all__ = ["INVALID", "LOSS_CAUSES", "PRIVACY", "STORE_ERROR", "STORE_FULL", "Ingest",
-           "Refused", "StoreWriteFailed", "StoredEvent"]
+           "Refused", "StoreWriteFailed", "StoredEvent", "CLOCK_SKEW"]

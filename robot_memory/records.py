@@ -20,6 +20,8 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")
 MAX_TEXT = 256
 MAX_NOTES = 2048
 MAX_VALUES = 64
+MAX_KEY = MAX_TEXT  # a parameter's or observation's name
+MAX_STAMP_NS = 2**63 - 1  # what the store's 64-bit time columns hold
 
 
 class InvalidRecord(InputError):
@@ -37,6 +39,8 @@ def _check_values(kind: str, values: dict[str, float]) -> dict[str, float]:
     if len(values) > MAX_VALUES:
         raise ValueError(f"more than {MAX_VALUES} {kind}")
     for key, value in values.items():
+        if len(key) > MAX_KEY:
+            raise ValueError(f"more than {MAX_KEY} characters in a {kind} name")
         if not _NAME.match(key):
             raise ValueError(f"{kind} key {key!r} is not a plain name")
         if not math.isfinite(value):
@@ -49,7 +53,7 @@ class ExecutionRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
-    stamp_ns: int = Field(ge=0)
+    stamp_ns: int = Field(ge=0, le=MAX_STAMP_NS)
     skill_id: str = Field(min_length=1, max_length=MAX_TEXT)
     target_class: str = Field(default="", max_length=MAX_TEXT)
     environment: str = Field(default="", max_length=MAX_TEXT)
@@ -152,6 +156,7 @@ def validated_payload(data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
 def validate_record_fully(data: dict[str, Any]) -> ExecutionRecord:
     """`validate_record` through pydantic for every input (the reference its fast path is
     tested against; it alone words the errors)."""
+    _check_sizes(data)
     _check_finite(data)
     finding = find_sensitive(data)
     if finding is not None:
@@ -164,6 +169,30 @@ def validate_record_fully(data: dict[str, Any]) -> ExecutionRecord:
         message = err["msg"]
         raise InvalidRecord(field, _reason_code(str(err["loc"][0]) if err["loc"] else "",
                                                 err["type"], message), message) from exc
+
+
+def _check_sizes(data: Any) -> None:
+    """Refuse what is over a size limit before anything reads its contents: the privacy
+    scan reads every character (0.3 s for a note of 1.6 MB), and a producer must not be
+    able to buy that much of the logger's time with one result."""
+    if type(data) is not dict:
+        return
+    for name in ("skill_id",) + _TEXT_FIELDS:
+        text, limit = data.get(name), MAX_NOTES if name == "notes" else MAX_TEXT
+        if isinstance(text, str) and len(text) > limit:
+            raise InvalidRecord(name, "oversized",
+                                f"{len(text)} characters, more than {limit}")
+    for kind in ("parameters", "observations"):
+        values = data.get(kind)
+        if not isinstance(values, dict):
+            continue
+        if len(values) > MAX_VALUES:
+            raise InvalidRecord(kind, "oversized",
+                                f"{len(values)} entries, more than {MAX_VALUES}")
+        for key in values:
+            if isinstance(key, str) and len(key) > MAX_KEY:  # the name is not repeated
+                raise InvalidRecord(kind, "oversized",
+                                    f"a name of {len(key)} characters, more than {MAX_KEY}")
 
 
 def _privacy_refusal(finding) -> InvalidRecord:
@@ -202,7 +231,7 @@ def _plainly_valid(data: dict[str, Any]) -> bool:
         return False
     get = data.__getitem__
     stamp_ns, skill_id, duration_s = get("stamp_ns"), get("skill_id"), get("duration_s")
-    if not (type(stamp_ns) is int and stamp_ns >= 0 and type(skill_id) is str
+    if not (type(stamp_ns) is int and 0 <= stamp_ns <= MAX_STAMP_NS and type(skill_id) is str
             and 0 < len(skill_id) <= MAX_TEXT and _NAME.match(skill_id)
             and type(get("success")) is bool and type(duration_s) is float
             and _isfinite(duration_s) and duration_s >= 0.0):
@@ -219,7 +248,8 @@ def _plainly_valid(data: dict[str, Any]) -> bool:
         if type(values) is not dict or len(values) > MAX_VALUES:
             return False
         for key, value in values.items():
-            if not (type(key) is str and _NAME.match(key) and type(value) is float
+            if not (type(key) is str and len(key) <= MAX_KEY and _NAME.match(key)
+                    and type(value) is float
                     and _isfinite(value)):
                 return False
     return True

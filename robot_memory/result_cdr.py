@@ -20,7 +20,8 @@ from struct import Struct
 from struct import error as StructError
 from typing import Any
 
-from robot_memory.records import pairs_to_dict
+from robot_memory.records import (MAX_KEY, MAX_NOTES, MAX_TEXT, MAX_VALUES,
+                                  pairs_to_dict)
 
 CDR_LE = b"\x00\x01"  # encapsulation id of plain little-endian CDR (XCDR1)
 # Positions are absolute in the bytes; CDR aligns relative to the end of the 4-byte
@@ -29,6 +30,23 @@ _HEADER = 4
 _MAX_PADDING = 3  # serializers may pad the payload to a multiple of 4 bytes
 _u32, _i32_u32, _f64 = (Struct("<I").unpack_from, Struct("<iI").unpack_from,
                         Struct("<d").unpack_from)
+
+
+def _largest_valid_result() -> int:
+    """Bytes of the largest ExecutionResult that can pass validation, serialized: every
+    text at its limit in 4-byte UTF-8 (names are ASCII), frame_id (not kept) held to the
+    texts' limit, each entry with its worst padding. Anything longer is refused from
+    its length alone, before a byte of it is read."""
+    def text(chars: int, bytes_per_char: int = 4) -> int:
+        return 3 + 4 + chars * bytes_per_char + 1  # padding, length, UTF-8, NUL
+    pairs = 3 + 4 + MAX_VALUES * (text(MAX_KEY, 1) + 7 + 8)
+    return (_HEADER + 8 + text(MAX_TEXT)  # header: stamp, frame_id
+            + text(MAX_TEXT, 1) + 3 * text(MAX_TEXT)  # skill_id, target, environment, zone
+            + 2 * pairs + 1 + text(MAX_TEXT) + 7 + 8  # success, failure_reason, duration_s
+            + text(MAX_TEXT) + text(MAX_NOTES) + _MAX_PADDING)  # intent_id, notes
+
+
+MAX_RESULT_BYTES = _largest_valid_result()
 
 
 def _text(data: bytes, pos: int) -> tuple[str, int]:

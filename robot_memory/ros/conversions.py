@@ -10,8 +10,9 @@ from robot_memory.grounding import GroundingRequest
 from rclpy.serialization import deserialize_message
 
 from robot_memory.msg import ExecutionResult, KeyValue, SemanticFact
-from robot_memory.records import ExecutionRecord, message_fields, record_from_message
-from robot_memory.result_cdr import result_fields_from_cdr
+from robot_memory.records import (ExecutionRecord, InvalidRecord, message_fields,
+                                  record_from_message)
+from robot_memory.result_cdr import MAX_RESULT_BYTES, result_fields_from_cdr
 from robot_memory.store.episodic import FactRow
 
 
@@ -35,10 +36,22 @@ result_fields = message_fields
 def serialized_result_fields(data: bytes) -> dict[str, Any]:
     """`result_fields` of a serialized ExecutionResult, read from the bytes (much cheaper
     than building the message object); what that reader does not handle (another
-    encoding) goes through rclpy's deserialization instead."""
+    encoding) goes through rclpy's deserialization instead. InvalidRecord, reason
+    `oversized`, for more bytes than any valid result takes (refused unread), and
+    `malformed` for bytes rclpy cannot deserialize either."""
+    if len(data) > MAX_RESULT_BYTES:
+        raise InvalidRecord("message", "oversized",
+                            f"{len(data)} bytes serialized, more than the {MAX_RESULT_BYTES} "
+                            "of the largest valid result; not read")
     fields = result_fields_from_cdr(data)
     if fields is None:
-        fields = message_fields(deserialize_message(data, ExecutionResult))
+        try:
+            message = deserialize_message(data, ExecutionResult)
+        except Exception as exc:  # rclpy's RMWError, or whatever its next release raises
+            raise InvalidRecord("message", "malformed",
+                                f"{len(data)} bytes that do not deserialize as "
+                                f"ExecutionResult ({type(exc).__name__})") from None
+        fields = message_fields(message)
     return fields
 
 

@@ -62,6 +62,10 @@ class TakenByIntake(CallbackGroup):
         pass
 
 
+def _taken_by_intake_only(_data) -> None:
+    raise AssertionError("the intake thread takes results; the executor never runs this")
+
+
 class IntakeThread:
     """Calls `take` every `period_s` seconds on a thread of its own until stopped. The
     executor's timer did this before: each of its wake-ups rebuilt rclpy's wait set for
@@ -128,15 +132,16 @@ class EpisodicLogger(ManagedMemoryNode):
             flush_period_s=self.params["flush_period_s"], guard=self.guard,
             size_of=lambda: store_size_bytes(store),
             measure_period_s=self.params["diagnostics_period_s"], log=self._log,
-            now_ns=lambda: self.get_clock().now().nanoseconds)
+            now_ns=lambda: self.get_clock().now().nanoseconds,
+            max_clock_ahead_s=self.params["max_clock_ahead_s"])
         qos = self._reader_qos
         for topic in self.topics:
             events = SubscriptionEventCallbacks(message_lost=self.on_message_lost,
                                                 use_default_callbacks=False)
             # Taken as bytes (raw): the fields are read from them, no message object.
+            # The callback never runs: the group keeps the executor away, take_arrived takes.
             subscription = self.create_subscription(
-                ExecutionResult, topic,
-                lambda data, t=topic: self._submit([self.on_execution_result(data, t)], t), qos,
+                ExecutionResult, topic, _taken_by_intake_only, qos,
                 callback_group=self._taken_by_intake, event_callbacks=events, raw=True)
             self._lost_events[topic] = subscription.event_handlers
             self._result_subscriptions[topic] = subscription
@@ -160,30 +165,40 @@ class EpisodicLogger(ManagedMemoryNode):
         ingest, self.ingest = self.ingest, None
         if ingest is not None:
             ingest.close()
-            self._before.update(accepted=ingest.accepted, written=ingest.written)
+            self._before.update(accepted=ingest.accepted, written=ingest.written,
+                                clock_skew=ingest.clock_skew)
             self._before_rejected.update(ingest.rejected)
         store, self.store = self.store, None
         if store is not None:
             store.close()
 
     # -- intake -----------------------------------------------------------------------
-    def _take(self, ingest: Ingest, take, read, given, source: str):
-        """One result, `given` as received, its fields read(given), validated by take
-        (Ingest.take: its record; Ingest.take_event: its event), or raise Refused
-        (counted by the ingest, logged here)."""
+    def _take(self, ingest: Ingest, read, given, source: str,
+              received_ns: int) -> NewEvent | Refused:
+        """One result, `given` as received at `received_ns` (ROS time), its fields
+        read(given): its validated event, or the Refused saying why not (counted by the
+        ingest, logged here). Whatever reading it raises refuses it as malformed: one
+        sample never costs the others of its round.
+
+        The refusal is returned, not raised, and without its traceback: a traceback
+        holds this frame, which would hold the refusal, a cycle that keeps `given` (the
+        sample's bytes, however large) until the cyclic collector runs, and the nodes
+        run it only after 10,000 new objects (spin.py). Oversized samples refused that
+        way held on to all their bytes."""
         try:
-            return take(self._stamped(read(given)), source)
+            data = read(given)
+            if not data["stamp_ns"]:  # not stamped by the skill: our receive time
+                data["stamp_ns"] = received_ns
+            return ingest.take_event(data, source, received_ns)
         except InvalidRecord as exc:
             refused = ingest.refuse_invalid(exc, source)
         except Refused as exc:
-            refused = exc
+            refused = exc.with_traceback(None)
+        except Exception as exc:  # a reader's bug or a library's surprise: this one only
+            refused = ingest.refuse_invalid(
+                InvalidRecord("message", "malformed", f"cannot be read ({exc!r})"), source)
         self._log_refusal(refused, source)
-        raise refused
-
-    def _stamped(self, data: dict) -> dict:
-        if not data["stamp_ns"]:  # not stamped by the skill: our receive time
-            data["stamp_ns"] = self.get_clock().now().nanoseconds
-        return data
+        return refused
 
     def _log_refusal(self, refused: Refused, source: str) -> None:
         self._log_at_most_once_a_second(
@@ -196,18 +211,22 @@ class EpisodicLogger(ManagedMemoryNode):
         """One round of the intake thread: take every result that has arrived, topic by
         topic, and any message-lost report. Those event handlers are polled here too: in
         the executor's wait set, every arriving message woke it (the subscription's DDS
-        listener signals them), which cost about as much as taking the message."""
+        listener signals them), which cost about as much as taking the message. The
+        round's start is the receipt time of what it takes (within intake_period_s)."""
         taken_any = False
+        received_ns = self.get_clock().now().nanoseconds
         for topic, subscription in list(self._result_subscriptions.items()):
             events = []
-            with subscription.handle:
-                for _ in range(TAKE_AT_MOST):
-                    taken = subscription.handle.take_message(subscription.msg_type, True)
-                    if taken is None:
-                        break
-                    taken_any = True
-                    events.append(self.on_execution_result(taken[0], topic))
-            self._submit(events, topic)
+            try:
+                with subscription.handle:
+                    for _ in range(TAKE_AT_MOST):
+                        taken = subscription.handle.take_message(subscription.msg_type, True)
+                        if taken is None:
+                            break
+                        taken_any = True
+                        events.append(self.on_execution_result(taken[0], topic, received_ns))
+            finally:  # what was taken is queued, whatever ended the loop
+                self._submit(events, topic)
             for handler in self._lost_events.get(topic, ()):
                 handler._ready_to_take_data = True  # rclpy offers no public poll
                 info = handler.take_data()
@@ -217,16 +236,15 @@ class EpisodicLogger(ManagedMemoryNode):
         if taken_any and ingest is not None:
             ingest.write_now()
 
-    def on_execution_result(self, data: bytes, topic: str) -> NewEvent | None:
+    def on_execution_result(self, data: bytes, topic: str,
+                            received_ns: int) -> NewEvent | None:
         """One result taken from a topic, serialized: its event, to be queued (with the
         rest of the round, by _submit), or None when it was refused (and counted)."""
         ingest = self.ingest
         if ingest is None:
             return None
-        try:
-            return self._take(ingest, ingest.take_event, serialized_result_fields, data, topic)
-        except Refused:
-            return None
+        taken = self._take(ingest, serialized_result_fields, data, topic, received_ns)
+        return None if isinstance(taken, Refused) else taken
 
     def _submit(self, events: list[NewEvent | None], topic: str) -> None:
         ingest, events = self.ingest, [event for event in events if event is not None]
@@ -256,14 +274,13 @@ class EpisodicLogger(ManagedMemoryNode):
             response.reason_code = RecordEvent.Response.REASON_INACTIVE
             response.reason = f"inactive: {self.inactive_reason}"
             return response
-        try:
-            record = self._take(ingest, ingest.take, result_fields, request.result,
-                                "record_event")
-        except Refused as refused:
-            response.reason_code, response.reason = refused.code, refused.detail
+        event = self._take(ingest, result_fields, request.result, "record_event",
+                           self.get_clock().now().nanoseconds)
+        if isinstance(event, Refused):
+            response.reason_code, response.reason = event.code, event.detail
             return response
         try:
-            stored = await self._committed(ingest.record(record))
+            stored = await self._committed(ingest.record_event(event))
         except StoreWriteFailed as exc:
             response.reason_code = RecordEvent.Response.REASON_STORE_ERROR
             response.reason = f"not recorded, {exc}"
@@ -345,6 +362,11 @@ class EpisodicLogger(ManagedMemoryNode):
             level = max(level, WARN)
             message += "; results lost: " + ", ".join(f"{n} {cause}"
                                                       for cause, n in sorted(lost.items()))
+        clock_skew = self._before["clock_skew"] + (ingest.clock_skew if ingest else 0)
+        if clock_skew:
+            level = max(level, WARN)
+            message += (f"; {clock_skew} results stamped more than max_clock_ahead_s ahead "
+                        "of this clock, stored at their receipt time (clock_skew)")
         if unheard:
             level = max(level, WARN)
             message += "; unheard publishers: " + ", ".join(
@@ -354,7 +376,7 @@ class EpisodicLogger(ManagedMemoryNode):
                   "memory_integrity_status": self.gate.state_name,
                   "ingest_rate_per_s": round(rate, 1), "queue_depth": pending,
                   "pending": pending, "rejected_total": sum(rejected.values()),
-                  "lost_total": sum(lost.values()),
+                  "lost_total": sum(lost.values()), "clock_skew": clock_skew,
                   "history": ("keep_all" if self.params["keep_all_history"] else
                               f"keep_last {self.params['history_depth']}"),
                   "store_size_mb": round(store_size / MB, 3),

@@ -21,6 +21,8 @@ from robot_memory.consolidation.rules import STATUS_ACTIVE
 from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.growth import GrowthGuard
 from robot_memory.msg import SemanticFactArray
+from robot_memory.request_limits import OVERRIDE as OVERRIDE_LIMITS
+from robot_memory.request_limits import over_limit
 from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.fact_snapshot import FactSnapshot
@@ -54,6 +56,7 @@ class Consolidator(ManagedMemoryNode):
         self.passes = 0
         self.frozen = False
         self.overrides = 0
+        self.refused_requests = 0  # over a field's size limit (request_limits)
         self.last_report = None
         self.last_error = ""
         self.facts_publisher = self.create_publisher(SemanticFactArray, "facts", FACTS_QOS)
@@ -123,6 +126,11 @@ class Consolidator(ManagedMemoryNode):
         """Log the override, then apply it with a pass at once (facts and delta follow)."""
         if self.partition is None:
             response.reason = f"inactive: {self.inactive_reason}"
+            return response
+        too_long = over_limit(request, OVERRIDE_LIMITS)
+        if too_long is not None:  # refused unread: neither logged nor stored
+            self.refused_requests += 1
+            response.reason = "refused: {}: {}".format(*too_long)
             return response
         try:
             event = record_override(self.partition, request.action, request.operator_name,
@@ -241,6 +249,7 @@ class Consolidator(ManagedMemoryNode):
                   "conflicts_total": self.conflicts_total,
                   "paused_passes": self.paused_passes,
                   "frozen": str(self.frozen).lower(), "overrides": self.overrides,
+                  "refused_requests": self.refused_requests,
                   "store_size_mb": round(self.store_size / MB, 3)}
         if report is not None:
             values.update({"last_pass_duration_ms": round(report.duration_s * 1000, 3),

@@ -21,8 +21,10 @@ from robot_memory.audit import AuditWriter
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation.checkpoint import read_checkpoint
 from robot_memory.event_kinds import FACT_CONSULTATION
+from robot_memory import request_limits
+from robot_memory.request_limits import clipped, over_limit
 from robot_memory.grounding import (IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
-                                    GroundingAnswer, GroundingIndex)
+                                    GroundingAnswer, GroundingIndex, invalid)
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_from_msg, fact_to_msg, grounding_request_from_msg
 from robot_memory.ros.diagnostics import OK as DIAG_OK
@@ -57,6 +59,7 @@ class GroundingServer(ManagedMemoryNode):
         self._missing_run = 0  # a newer run the store showed at the last check (0: none)
         self.audit: AuditWriter | None = None
         self.answers = 0
+        self.refused_requests = 0  # over a field's size limit (request_limits)
         self._index_lock = threading.Lock()  # one writer of self.index at a time
         self.create_service(GroundingQuery, "ground", self.on_ground_request)
         side = SideCallbackGroup()
@@ -123,24 +126,31 @@ class GroundingServer(ManagedMemoryNode):
     def on_ground_request(self, request, response):
         index = self.index  # one read: the whole answer comes from one snapshot
         response.consultation_id = uuid.uuid4().hex
-        if index is None:
+        too_long = over_limit(request, request_limits.GROUND)
+        if too_long is not None:  # refused unread, whoever asks
+            self.refused_requests += 1
+            answer = invalid(*too_long)
+        elif index is None:
             answer = GroundingAnswer(IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
                                      self.inactive_reason)
         else:
             answer = index.lookup(grounding_request_from_msg(request))
+        if index is not None:
             response.identity_hash = index.identity_hash
         response.status, response.reason_code, response.reason = (
             answer.status, answer.reason_code, answer.reason)
         response.facts = [fact_to_msg(f) for f in answer.facts]
         self.answers += 1
         if self.audit is not None:
+            text = (lambda name: clipped(getattr(request, name), request_limits.GROUND[name])) \
+                if too_long else (lambda name: getattr(request, name))
             self.audit.submit(NewEvent(FACT_CONSULTATION, {
-                "consultation_id": response.consultation_id, "requester": request.requester,
-                "intent_id": request.intent_id, "status": answer.status,
+                "consultation_id": response.consultation_id, "requester": text("requester"),
+                "intent_id": text("intent_id"), "status": answer.status,
                 "reason_code": answer.reason_code,
-                "query": {"skill_id": request.skill_id, "target_class": request.target_class,
-                          "environment": request.environment,
-                          "fact_kinds": list(request.fact_kinds)},
+                "query": {"skill_id": text("skill_id"), "target_class": text("target_class"),
+                          "environment": text("environment"),
+                          "fact_kinds": [] if too_long else list(request.fact_kinds)},
                 "facts": [{"fact_id": f.id, "kind": f.kind, "key": f.key,
                            "rule_version": f.rule_version} for f in answer.facts],
             }, self.get_clock().now().nanoseconds))
@@ -150,6 +160,11 @@ class GroundingServer(ManagedMemoryNode):
         partition = self.partition if self.index is not None else None
         if partition is None:
             response.found, response.reason = False, f"inactive: {self.inactive_reason}"
+            return response
+        too_long = over_limit(request, request_limits.EXPLAIN)
+        if too_long is not None:
+            self.refused_requests += 1
+            response.found, response.reason = False, "refused: {}: {}".format(*too_long)
             return response
         try:
             fact = find_fact(partition, request.fact_id, request.kind, request.key)
@@ -192,7 +207,8 @@ class GroundingServer(ManagedMemoryNode):
             self.get_logger().warning(f"could not read the checkpoint: {exc}")
         values = {"answers": self.answers, "identity_hash": self.gate.identity_hash or "",
                   "index_facts": self.index.size if self.index else 0,
-                  "index_run_event_id": self.run_event_id, "index_reloads": self.reloads}
+                  "index_run_event_id": self.run_event_id, "index_reloads": self.reloads,
+                  "refused_requests": self.refused_requests}
         if self.audit is not None:
             values.update({"audit_written": self.audit.written, "audit_queue": self.audit.depth,
                            "audit_overflowed": self.audit.overflowed})

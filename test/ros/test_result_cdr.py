@@ -12,7 +12,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 
 from robot_memory.msg import ExecutionResult, KeyValue
 from robot_memory.records import InvalidRecord, message_fields
-from robot_memory.result_cdr import result_fields_from_cdr
+from robot_memory.result_cdr import MAX_RESULT_BYTES, result_fields_from_cdr
 from robot_memory.ros.conversions import serialized_result_fields
 
 # Any text (NULs, non-ASCII, lone surrogates are not sendable: rclpy encodes UTF-8).
@@ -98,3 +98,54 @@ def test_bytes_it_does_not_read_are_left_to_rclpy():
     assert serialized_result_fields(data) == message_fields(msg)
     with pytest.raises(Exception):
         serialized_result_fields(data[:len(data) // 2])
+
+
+_VALID = serialize_message(_message({
+    "skill_id": "manipulation.grasp", "target_class": "cup", "environment": "lab",
+    "zone": "z", "success": True, "failure_reason": "", "duration_s": 1.5,
+    "intent_id": "i", "notes": "n", "sec": 5, "nanosec": 6, "frame_id": "base",
+    "parameters": [("force_n", 20.0)], "observations": [("mass_kg", 0.2)]}))
+
+
+@st.composite
+def _broken(draw):
+    """Random bytes, a valid result with bits flipped, or one cut short."""
+    how = draw(st.sampled_from(["random", "flipped", "truncated"]))
+    if how == "random":
+        return draw(st.binary(max_size=400))
+    if how == "truncated":
+        return _VALID[:draw(st.integers(0, len(_VALID) - 1))]
+    data = bytearray(_VALID)
+    for at in draw(st.lists(st.integers(0, len(data) * 8 - 1), min_size=1, max_size=8)):
+        data[at // 8] ^= 1 << (at % 8)
+    return bytes(data)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=_broken())
+def test_any_bytes_give_fields_or_a_refusal_never_another_error(data):
+    """What a malformed sample can do to the intake: be read, or be refused (malformed,
+    or a field's own reason); nothing else escapes to end the intake's round."""
+    try:
+        fields = serialized_result_fields(data)
+    except InvalidRecord as refusal:
+        assert refusal.reason in {"malformed", "duplicate_key", "oversized"}
+    else:
+        assert set(fields) >= {"stamp_ns", "skill_id", "notes"}
+
+
+def test_more_bytes_than_any_valid_result_are_refused_unread():
+    big = serialize_message(ExecutionResult(skill_id="a", notes="x" * 60_000))
+    with pytest.raises(InvalidRecord) as refused:
+        serialized_result_fields(big)
+    assert refused.value.reason == "oversized"
+    largest = _message({
+        "skill_id": "s" * 256, "target_class": "\U0001F600" * 256,
+        "environment": "\U0001F600" * 256, "zone": "\U0001F600" * 256, "success": True,
+        "failure_reason": "\U0001F600" * 256, "duration_s": 1.0,
+        "intent_id": "\U0001F600" * 256, "notes": "\U0001F600" * 2048, "sec": 1,
+        "nanosec": 0, "frame_id": "\U0001F600" * 256,
+        "parameters": [(f"{i:0256d}", 1.0) for i in range(64)],
+        "observations": [(f"{i:0256d}", 1.0) for i in range(64)]})
+    assert len(serialize_message(largest)) <= MAX_RESULT_BYTES  # every valid one is read
+    assert serialized_result_fields(serialize_message(largest))["skill_id"] == "s" * 256

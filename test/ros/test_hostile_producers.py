@@ -1,0 +1,179 @@
+"""What producers send cannot cost the logger what it keeps or block what comes after:
+oversized results are refused from their byte count and leave no memory behind,
+malformed samples cost only themselves, a wrong clock only its own results, and every
+service refuses an oversized request with a reason. Real node processes over DDS."""
+
+import random
+import time
+
+import psutil
+from rclpy.serialization import serialize_message
+
+from robot_memory.consolidation import EXECUTION_RESULT
+from robot_memory.event_kinds import FACT_CONSULTATION
+from robot_memory.msg import ExecutionResult
+from robot_memory.receipt import SENT_STAMP
+from robot_memory.result_cdr import MAX_RESULT_BYTES
+from robot_memory.srv import ExplainFact, GroundingQuery, Override, RecordEvent
+from robot_memory.store import MemoryStore
+
+from ros.conftest import wait_until
+
+MB = 1024 * 1024
+BIG_NOTES = "x" * 1_600_000  # serialized: about 1.6 MB, 30x the largest valid result
+# Each refused result held on to its 1.6 MB until the cyclic collector ran; 40 of them
+# kept 64 MB. What stays is DDS's reader pool: a slot per sample held at once between
+# two intake rounds, each as large as the largest sample it held (the warm-up's).
+RSS_MARGIN_MB = 24
+
+
+def rss_mb(pid: int) -> float:
+    return psutil.Process(pid).memory_info().rss / MB
+
+
+def logger_counts(probe):
+    return probe.diagnostics.get("episodic_logger", {})
+
+
+def wait_count(probe, key: str, value: int, timeout: float = 30.0):
+    return wait_until(lambda: logger_counts(probe).get(key) == str(value), timeout,
+                      lambda: f"{key} == {value}: {logger_counts(probe)}")
+
+
+def test_oversized_results_are_refused_counted_and_leave_no_memory(probe, start_stack,
+                                                                   certified_hash, db_url):
+    stack = start_stack()
+    probe.wait_identity()
+    probe.wait_logger()
+    pid = stack.process_of("episodic_logger").pid
+    for _ in range(5):  # the reader's pool takes its size from the first ones
+        probe.publish_result(stamp_s=1, notes=BIG_NOTES)
+    wait_count(probe, "rejected.oversized", 5)
+    before = rss_mb(pid)
+    for i in range(40):
+        probe.publish_result(stamp_s=2 + i, notes=BIG_NOTES)
+        time.sleep(0.05)  # 20/s: a few per intake round, as a looping skill sends them
+    diag = wait_count(probe, "rejected.oversized", 45)
+    after = rss_mb(pid)
+    assert after - before < RSS_MARGIN_MB, f"logger RSS {before:.1f} -> {after:.1f} MB"
+    probe.publish_result(stamp_s=100, intent_id="after the flood")
+    part = MemoryStore(db_url).partition(certified_hash)
+    wait_until(lambda: part.count_events(EXECUTION_RESULT) == 1, 20, "the valid result")
+    assert "more than the %d of the largest valid result" % MAX_RESULT_BYTES \
+        in stack.log_path.read_text(errors="replace")
+    assert diag is not None
+
+
+def malformed(rng: random.Random, valid: bytes) -> bytes:
+    how = rng.choice(["random", "flipped", "truncated"])
+    if how == "random":
+        return bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 300)))
+    if how == "truncated":
+        return valid[:rng.randint(0, len(valid) - 5)]
+    flipped = bytearray(valid)
+    for _ in range(rng.randint(1, 8)):
+        flipped[rng.randrange(len(flipped))] ^= 1 << rng.randrange(8)
+    return bytes(flipped)
+
+
+def test_malformed_samples_cost_only_themselves(probe, start_stack, certified_hash, db_url):
+    """Random, flipped and truncated CDR between valid results, in one stream: every
+    valid result is stored in order, every other sample is counted (a flipped bit may
+    still make a valid result, which is then stored and counted as accepted)."""
+    start_stack()
+    probe.wait_identity()
+    probe.wait_logger()
+    rng = random.Random(37)
+    template = ExecutionResult(skill_id="manipulation.grasp", target_class="cup",
+                               success=True, intent_id="template")
+    template.header.stamp.sec = 7
+    valid_bytes = serialize_message(template)
+    sent_valid, sent = [], 0
+    for i in range(300):
+        if i % 4 == 0:
+            probe.publish_result(stamp_s=10 + i, intent_id=f"valid-{i}")
+            sent_valid.append(f"valid-{i}")
+        else:
+            probe.results.publish(malformed(rng, valid_bytes))
+        sent += 1
+    part = MemoryStore(db_url).partition(certified_hash)
+
+    def stored_valid():
+        return [e.payload["intent_id"] for e in part.events([EXECUTION_RESULT])
+                if e.payload["intent_id"].startswith("valid-")]
+    wait_until(lambda: stored_valid() == sent_valid, 30,
+               lambda: f"{len(sent_valid)} valid results, have {len(stored_valid())}")
+
+    def all_counted():
+        d = logger_counts(probe)
+        return d and int(d["accepted"]) + int(d["rejected_total"]) == sent and d
+    diag = wait_until(all_counted, 30, lambda: f"{sent} counted: {logger_counts(probe)}")
+    assert int(diag["rejected.malformed"]) > 100
+    assert diag["lost_total"] == "0"
+
+
+def test_a_result_stamped_years_ahead_is_stored_at_its_receipt_and_counted(
+        probe, start_stack, certified_hash, db_url):
+    start_stack()
+    probe.wait_identity()
+    probe.wait_logger()
+    probe.publish_result(stamp_s=2_130_000_000, intent_id="from 2037")  # an unset RTC
+    part = MemoryStore(db_url).partition(certified_hash)
+    [event] = wait_until(lambda: list(part.events([EXECUTION_RESULT])), 20, "the result")
+    assert event.payload[SENT_STAMP] == 2_130_000_000 * 10**9
+    assert event.stamp_ns == event.payload["received_ns"] < 2_130_000_000 * 10**9
+    wait_count(probe, "clock_skew", 1)
+    level, message = probe.statuses["episodic_logger"]
+    assert level == 1 and "clock_skew" in message
+
+
+def test_every_service_refuses_an_oversized_request_with_a_reason(
+        probe, start_stack, certified_hash, db_url):
+    stack = start_stack()
+    probe.wait_identity()
+    probe.wait_logger()
+    huge = "y" * 1_000_000
+    pids = {node: stack.process_of(node).pid
+            for node in ("episodic_logger", "grounding_server", "consolidator")}
+
+    def ask_all():
+        answers = {}
+        request = RecordEvent.Request()
+        request.result.skill_id, request.result.notes = "manipulation.grasp", huge
+        answers["record_event"] = probe.call(RecordEvent, "record_event", request)
+        answers["ground"] = probe.call(GroundingQuery, "ground", GroundingQuery.Request(
+            skill_id="manipulation.grasp", requester=huge))
+        answers["explain"] = probe.call(ExplainFact, "explain",
+                                        ExplainFact.Request(kind="skill_success_rate",
+                                                            key=huge))
+        answers["override"] = probe.call(Override, "override", Override.Request(
+            action=Override.Request.ACTION_FREEZE, operator_name="alice", reason=huge))
+        return answers
+
+    first = ask_all()
+    assert not first["record_event"].accepted
+    assert first["record_event"].reason.startswith("notes: 1000000 characters")
+    assert first["ground"].status == GroundingQuery.Response.INVALID_REQUEST
+    assert first["ground"].reason == "requester: 1000000 characters, more than 256"
+    assert not first["explain"].found
+    assert first["explain"].reason.startswith("refused: key: 1000000 characters")
+    assert not first["override"].success
+    assert first["override"].reason.startswith("refused: reason: 1000000 characters")
+    before = {node: rss_mb(pid) for node, pid in pids.items()}
+    for _ in range(20):
+        ask_all()
+    after = {node: rss_mb(pid) for node, pid in pids.items()}
+    for node in pids:
+        assert after[node] - before[node] < RSS_MARGIN_MB, (node, before[node], after[node])
+    part = MemoryStore(db_url).partition(certified_hash)
+    consultations = wait_until(
+        lambda: (found := list(part.events([FACT_CONSULTATION]))) and len(found) == 21
+        and found, 20, "21 consultations audited")
+    assert {c.payload["requester"] for c in consultations} == \
+        {"(1000000 characters, over the limit)"}  # audited, by its length
+    wait_until(lambda: probe.diagnostics.get("grounding_server", {}).get(
+        "refused_requests") == "42", 20, "ground and explain refusals counted")
+    wait_until(lambda: probe.diagnostics.get("consolidator", {}).get(
+        "refused_requests") == "21", 20, "override refusals counted")
+    wait_count(probe, "rejected.oversized", 21)
+    assert part.count_events(EXECUTION_RESULT) == 0

@@ -36,8 +36,8 @@ from robot_memory.parameters import node_defaults
 from robot_memory.ros.conversions import serialized_result_fields
 from robot_memory.store import MemoryStore
 from robot_memory.store.bulk import insert_rows
-from robot_memory.store.episodic import _EVENT_COLUMNS
 from robot_memory.store.facets import _FACET_COLUMNS, _VALUE_COLUMNS, roll_up_blocks
+from robot_memory.store.log import _EVENT_COLUMNS
 from robot_memory.store.schema import events, result_facets, result_values
 
 # Results per intake round at 1000/s, with the logger's default intake period.

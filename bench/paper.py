@@ -43,8 +43,7 @@ from robot_memory.consolidation import EXECUTION_RESULT, RulesConfig, consolidat
 from robot_memory.consolidation import facts_snapshot
 from robot_memory.grounding import OK, GroundingIndex, GroundingRequest
 from robot_memory.manifest import load_manifest
-from robot_memory.store import MemoryStore
-from robot_memory.store.episodic import NewEvent
+from robot_memory.store import MemoryStore, NewEvent
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EXAMPLE_MANIFEST = (Path(__file__).resolve().parent.parent / "robot_memory" / "config"

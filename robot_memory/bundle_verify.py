@@ -35,8 +35,7 @@ from robot_memory.bundle_format import (
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import RULE_VERSION, RulesConfig, replay_snapshot
 from robot_memory.event_kinds import CONSOLIDATION_RUN, FACT_CONSULTATION
-from robot_memory.store import MemoryStore, NewEvent
-from robot_memory.store.episodic import event_digest
+from robot_memory.store import MemoryStore, NewEvent, event_digest
 from robot_memory.store.schema import GENESIS_HASH
 
 

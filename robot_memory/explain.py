@@ -11,7 +11,7 @@ from robot_memory.errors import InputError
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, FACT_CONSULTATION,
                                      KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED)
 from robot_memory.records import InvalidRecord, record_from_payload
-from robot_memory.store.episodic import FactRow, Partition
+from robot_memory.store import FactRow, Partition
 
 MAX_IDS = 200  # event ids listed in full; beyond that the count is still exact
 

@@ -17,7 +17,7 @@ from typing import Iterable
 
 from robot_memory.consolidation.rules import (FACT_KINDS, STATUS_ACTIVE, STATUS_CANDIDATE,
                                               STATUS_CONTESTED)
-from robot_memory.store.episodic import FactRow
+from robot_memory.store import FactRow
 
 OK, ABSTAIN, IDENTITY_UNVERIFIED, INVALID_REQUEST = 0, 1, 2, 3
 REASON_NO_FACT = "no_fact"

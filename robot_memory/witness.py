@@ -26,7 +26,7 @@ from sqlalchemy import select
 
 from robot_memory.canonical import canonical_json, sha256_hex
 from robot_memory.errors import InputError, StoreIntegrityError
-from robot_memory.store.episodic import Partition
+from robot_memory.store import Partition
 from robot_memory.store.schema import events
 
 # Signed bytes start with this, so a checkpoint signature can never be replayed as

@@ -30,7 +30,7 @@ def recompute_chain_from(db_url, identity, seq, new_payload_json):
     recompute every later hash, move the head and refresh verified_checkpoints."""
     import sqlite3
 
-    from robot_memory.store.episodic import event_digest
+    from robot_memory.store import event_digest
     from robot_memory.store.schema import GENESIS_HASH
     conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
     conn.execute("DROP TRIGGER events_refuse_update")

@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 
 from robot_memory.consolidation.override_plan import OverridePlan
 from robot_memory.event_kinds import CONSOLIDATION_RUN, OVERRIDE
-from robot_memory.store.episodic import FactRow, Partition, StoredEvent
+from robot_memory.store import FactRow, Partition, StoredEvent
 
 
 @dataclass(frozen=True)

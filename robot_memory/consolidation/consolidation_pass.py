@@ -38,8 +38,8 @@ from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND
 from robot_memory.consolidation.rules.base import OneFactPerGroup
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
                                      KNOWLEDGE_CONFLICT_RESOLVED)
-from robot_memory.store.episodic import (ConcurrentPass, FactRow, FactWrite, NewEvent,
-                                         Partition, ResultAggregates)
+from robot_memory.store import (ConcurrentPass, FactRow, FactWrite, NewEvent, Partition,
+                                ResultAggregates)
 
 __all__ = ["CONSOLIDATION_RUN", "EXECUTION_RESULT", "ConcurrentPass", "FactChange",
            "PassReport", "consolidation_pass", "facts_snapshot", "replay_snapshot"]

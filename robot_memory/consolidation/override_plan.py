@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from robot_memory.consolidation.rules import STATUS_ACTIVE, STATUS_INVALIDATED
 from robot_memory.consolidation.rules.base import RenderedFact
-from robot_memory.store.episodic import FactRow, StoredEvent
+from robot_memory.store import FactRow, StoredEvent
 
 OPERATOR_FACT, INVALIDATE, FREEZE, UNFREEZE, RESET_SEMANTIC = (
     "operator_fact", "invalidate", "freeze", "unfreeze", "reset_semantic")

@@ -15,7 +15,7 @@ from robot_memory.consolidation.override_plan import (ACTIONS, FREEZE, INVALIDAT
                                                       OPERATOR_FACT, RESET_SEMANTIC, UNFREEZE)
 from robot_memory.consolidation.rules import FACT_KINDS
 from robot_memory.event_kinds import OVERRIDE
-from robot_memory.store.episodic import FactRow, Partition, StoredEvent
+from robot_memory.store import FactRow, Partition, StoredEvent
 
 
 class OverrideError(InputError):

@@ -13,7 +13,7 @@ from robot_memory.msg import ExecutionResult, KeyValue, SemanticFact
 from robot_memory.records import (ExecutionRecord, InvalidRecord, message_fields,
                                   record_from_message)
 from robot_memory.result_cdr import MAX_RESULT_BYTES, result_fields_from_cdr
-from robot_memory.store.episodic import FactRow
+from robot_memory.store import FactRow
 
 
 def stamp_to_ns(stamp: Time) -> int:

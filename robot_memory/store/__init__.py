@@ -1,11 +1,24 @@
-"""The memory store (SQLAlchemy 2.x; SQLite by default, PostgreSQL for fleets)."""
+"""The memory store: an identity-partitioned, append-only, hash-chained episodic log plus
+the semantic facts derived from it (SQLAlchemy 2.x; SQLite by default, PostgreSQL for
+fleets). Everything outside this package imports from here.
 
-from robot_memory.store.episodic import (FactRow, MemoryStore, NewEvent, Partition, StoredEvent,
-                                         StoreError)
-from robot_memory.store.integrity import (ChainReport, StoreVerdict, boot_check,
-                                          check_store, file_problem,
-                                          sqlite_integrity_problem, verify_chain)
+Open a store with `MemoryStore(url)` (opening.py: engine, schema, triggers, migration) and
+reach one identity's rows through its `Partition` (partition.py), whose methods come from
+log.py (appends, the hash chain, event reads), aggregates.py (`result_aggregates`) and
+semantic.py (facts, consolidation states, `commit_pass`). chain_check.py re-hashes a
+chain; integrity.py decides whether a whole store can be trusted (`check_store`).
+"""
 
-__all__ = ["ChainReport", "FactRow", "MemoryStore", "NewEvent", "Partition", "StoreError",
-           "StoredEvent", "StoreVerdict", "boot_check", "check_store", "file_problem", "sqlite_integrity_problem",
-           "verify_chain"]
+from robot_memory.store.aggregates import ResultAggregates, ValueBatch
+from robot_memory.store.chain_check import ChainReport, boot_check, verify_chain
+from robot_memory.store.integrity import (StoreVerdict, check_store, file_problem,
+                                          sqlite_integrity_problem)
+from robot_memory.store.log import NewEvent, StoredEvent, event_digest
+from robot_memory.store.opening import MemoryStore, MigrationReport, StoreError
+from robot_memory.store.partition import Partition
+from robot_memory.store.semantic import ConcurrentPass, FactRow, FactWrite
+
+__all__ = ["ChainReport", "ConcurrentPass", "FactRow", "FactWrite", "MemoryStore",
+           "MigrationReport", "NewEvent", "Partition", "ResultAggregates", "StoreError",
+           "StoreVerdict", "StoredEvent", "ValueBatch", "boot_check", "check_store",
+           "event_digest", "file_problem", "sqlite_integrity_problem", "verify_chain"]

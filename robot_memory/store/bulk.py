@@ -1,4 +1,5 @@
-"""Insert many rows of plain columns with one driver-level executemany.
+"""Driver-level statements: insert many rows of plain columns with one executemany, and
+the driver's parameter mark for the plain statements the store writes itself.
 
 SQLAlchemy's executemany builds every row's parameters through its compiler (most of
 the writer's time per event at 1000 results/s); the rows appended here have only plain
@@ -33,3 +34,8 @@ def insert_rows(conn: Connection, table: Table, columns: tuple[str, ...],
         index = [columns.index(name) for name in order]
         params = [tuple(row[i] for i in index) for row in rows]
     conn.exec_driver_sql(sql, params)
+
+
+def placeholder(conn: Connection) -> str:
+    """The driver's parameter mark: `?` (sqlite3) or `%s` (psycopg)."""
+    return "?" if conn.dialect.paramstyle == "qmark" else "%s"

@@ -13,7 +13,7 @@ from itertools import repeat
 from sqlalchemy import Connection, select, text
 
 from robot_memory.records import InvalidRecord, record_from_payload
-from robot_memory.store.bulk import insert_rows
+from robot_memory.store.bulk import insert_rows, placeholder
 from robot_memory.store.schema import (COMBO_FIELDS, OBSERVATION, PARAMETER, RollupShape,
                                        result_combos, result_facets, result_values)
 
@@ -152,7 +152,7 @@ class ComboIds:
         return self.ids
 
     def _rows_after(self, conn: Connection, newest: int) -> dict[int, Combo]:
-        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        mark = placeholder(conn)
         rows = conn.exec_driver_sql(
             f"SELECT combo_id, {', '.join(COMBO_FIELDS)} FROM result_combos "
             f"WHERE identity_hash = {mark} AND combo_id > {mark} ORDER BY combo_id",

@@ -7,8 +7,8 @@ import os
 
 from sqlalchemy import text
 
-from robot_memory.store.episodic import MemoryStore
 from robot_memory.store.integrity import sqlite_path
+from robot_memory.store.opening import MemoryStore
 from robot_memory.store.schema import metadata
 
 MB = 1024 * 1024

@@ -16,8 +16,7 @@ from sqlalchemy import create_engine, func, select, text
 
 from robot_memory.consolidation import consolidation_pass, facts_snapshot, replay_snapshot
 from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
-from robot_memory.store import MemoryStore, NewEvent, verify_chain
-from robot_memory.store.episodic import StoreError
+from robot_memory.store import MemoryStore, NewEvent, StoreError, verify_chain
 from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, metadata, result_combos,
                                        result_facets)
 

@@ -7,7 +7,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.ros.fact_snapshot import FactSnapshot, framing_supported
-from robot_memory.store.episodic import FactRow
+from robot_memory.store import FactRow
 
 
 def fact(i: int, value_json: str) -> FactRow:

@@ -1,0 +1,170 @@
+"""Execution results of a range of one chain, aggregated in SQL for the consolidation
+rules (`result_aggregates`): value x count, never one row per event. The statements are
+the same on SQLite and PostgreSQL but for an index hint only SQLite takes.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, text
+
+from robot_memory.store.facets import floor_div_sql
+from robot_memory.store.schema import PARAMETER
+
+# Results in a range read with just the combinations it uses (ComboIds.for_short_range).
+SHORT_RANGE = 20_000
+
+
+def _batched(result, size: int = 5000) -> Iterator:
+    """The rows of a result, fetched `size` at a time (plain iteration, and yield_per on
+    SQLite, fetch one row per driver call: a third of a big pass's read time)."""
+    for batch in result.partitions(size):
+        yield from batch
+
+
+def _whole_blocks(after_seq: int, until_seq: int, size: int) -> tuple[int, int] | None:
+    """[first, end) of the rollup blocks that after_seq < seq <= until_seq covers whole
+    (block b holds seq b*size+1 .. (b+1)*size), or None when it covers none."""
+    first, end = -(-after_seq // size), until_seq // size
+    return (first, end) if first < end else None
+
+
+@dataclass
+class ValueBatch:
+    """Some of a range's parameters and observations, aggregated (value x count).
+
+    parameters: (skill_id, target_class, environment, success, failure_reason, name,
+      value_repr, count)
+    observations: (target_class, name, value_repr, count, max id, max stamp)
+    """
+
+    parameters: list[tuple]
+    observations: list[tuple]
+
+
+@dataclass
+class ResultAggregates:
+    """Execution results of a range of one chain, aggregated in SQL. Both are streamed
+    from the cursor: iterate `outcomes` once, then `values` once.
+
+    outcomes: (invalid_reason, skill_id, target_class, environment, zone, success,
+      failure_reason, has_observations, bucket, count, min id, max id, max stamp, min seq)
+    values: ValueBatch after ValueBatch
+    """
+
+    outcomes: Iterable[tuple]
+    values: Iterable[ValueBatch]
+
+
+class ResultAggregation:
+    """The aggregate reads' part of a Partition (store/partition.py), which gives it
+    `store`, `identity_hash` and the combination ids of its results (`_combos`)."""
+
+    def result_aggregates(self, after_seq: int, until_seq: int, bucket_ns: int,
+                          conn: Connection, until_stamp_ns: int | None = None
+                          ) -> ResultAggregates:
+        """The execution results after_seq < seq <= until_seq (and stamp <= until_stamp_ns)
+        grouped by what the rules group and count by: value x count, never one row per
+        event. The database groups by small integers (combination, time bucket); the
+        combinations are spelled out here. The rollup blocks the range covers whole are
+        read from the rollups, the ends of the range from the result rows; a group may
+        come in several rows, to be added up. Both parts stream from cursors: iterate
+        `outcomes`, then `values`, each once, before any other query on this connection's
+        snapshot is needed."""
+        ident = self.identity_hash
+        rollup = self.store.rollup
+        blocks = _whole_blocks(after_seq, until_seq, rollup.block)
+        if blocks is None or until_stamp_ns is not None or bucket_ns % rollup.bucket_ns:
+            # Nothing to take whole (a short range, a cut in event time, or time buckets the
+            # rollup's do not add up to): the result rows alone.
+            blocks, ends = None, [(after_seq, until_seq)]
+        else:
+            size = rollup.block
+            ends = [(lo, hi) for lo, hi in ((after_seq, blocks[0] * size),
+                                            (blocks[1] * size, until_seq)) if lo < hi]
+        stamp = "" if until_stamp_ns is None else " AND stamp_ns <= :ts"
+        pieces = []  # (facets WHERE, binds, first and last event id) of each end
+        for lo, hi in ends:
+            binds = {"ident": ident, "lo": lo, "hi": hi}
+            if until_stamp_ns is not None:
+                binds["ts"] = until_stamp_ns
+            where = f"identity_hash = :ident AND seq > :lo AND seq <= :hi{stamp}"
+            id_lo, id_hi = conn.execute(text(
+                f"SELECT min(event_id), max(event_id) FROM result_facets WHERE {where}"),
+                binds).one()
+            if id_lo is not None:
+                pieces.append((where, binds, id_lo, id_hi))
+        if not pieces and blocks is None:
+            return ResultAggregates([], [])
+        # A short range (a consolidator's tick) reads the combinations it uses; a long one
+        # all of them, kept for the next pass (rows are only added).
+        if blocks is None and until_seq - after_seq <= SHORT_RANGE:
+            combos = self._combos.for_short_range(conn, pieces[0][0], pieces[0][1])
+        else:
+            combos = self._combos.committed(conn)
+        block_binds = ({"ident": ident, "b_lo": blocks[0], "b_hi": blocks[1]}
+                       if blocks else {})
+
+        def grouped_outcomes() -> Iterator[tuple]:
+            for where, binds, _, _ in pieces:
+                yield from _batched(conn.execute(text(
+                    f"SELECT combo_id, {floor_div_sql('stamp_ns', bucket_ns)}, count(*), "
+                    f"min(event_id), max(event_id), max(stamp_ns), min(seq) "
+                    f"FROM result_facets WHERE {where} GROUP BY 1, 2"), binds))
+            if blocks:
+                # Straight from the primary key's order when the buckets are the rollup's.
+                bucket = floor_div_sql("bucket", bucket_ns // rollup.bucket_ns)
+                yield from _batched(conn.execute(text(
+                    f"SELECT combo_id, {bucket}, CAST(sum(n) AS BIGINT), min(min_event_id), "
+                    "max(max_event_id), max(max_stamp_ns), min(min_seq) FROM result_rollup "
+                    "WHERE identity_hash = :ident AND seq_block >= :b_lo AND seq_block < :b_hi "
+                    "GROUP BY combo_id, 2"), block_binds))
+
+        def grouped_values() -> Iterator[Sequence]:
+            index = " INDEXED BY ix_result_values_event" if conn.dialect.name == "sqlite" else ""
+            for _, binds, id_lo, id_hi in pieces:
+                yield from conn.execute(text(
+                    "SELECT combo_id, source, name, value_repr, count(*), max(event_id), "
+                    f"max(stamp_ns) FROM result_values{index} "
+                    "WHERE event_id >= :id_lo AND event_id <= :id_hi"
+                    f" AND identity_hash = :ident{stamp} GROUP BY 1, 2, 3, 4"),
+                    {**binds, "id_lo": id_lo, "id_hi": id_hi}).partitions(5000)
+            if blocks:
+                yield from conn.execute(text(
+                    "SELECT combo_id, source, name, value_repr, CAST(sum(n) AS BIGINT), "
+                    "max(max_event_id), max(max_stamp_ns) FROM value_rollup WHERE identity_hash = :ident "
+                    "AND seq_block >= :b_lo AND seq_block < :b_hi GROUP BY 1, 2, 3, 4"),
+                    block_binds).partitions(5000)
+
+        def values() -> Iterator[ValueBatch]:
+            # Run once the outcomes are read, and handed on a batch at a time: at 10^6
+            # events they are 10^5 rows, and held together they were a fifth of a pass's
+            # peak memory (and left the small-object heap fragmented after it).
+            for rows in grouped_values():
+                batch = ValueBatch([], [])
+                for combo_id, source, name, value, count, max_id, max_stamp in rows:
+                    combo = combos.get(combo_id)
+                    if combo is None:
+                        continue  # another identity's
+                    name, value = sys.intern(name), sys.intern(value)
+                    skill, target, environment, _zone, success, reason = combo[:6]
+                    if source == PARAMETER:
+                        batch.parameters.append((skill, target, environment, success, reason,
+                                                 name, value, count))
+                    elif target:
+                        batch.observations.append((target, name, value, count, max_id,
+                                                   max_stamp))
+                yield batch
+
+        # One int object per time bucket, not one per row: the rules keep them as keys of
+        # 10^5 bucket counts at 10^6 events (6 MB of copies of a few dozen numbers).
+        buckets: dict[int, int] = {}
+        outcomes = ((combo[7] or None, *combo[:7], buckets.setdefault(bucket, bucket), count,
+                     min_id, max_id, max_stamp, min_seq)
+                    for combo_id, bucket, count, min_id, max_id, max_stamp, min_seq
+                    in grouped_outcomes()
+                    for combo in (combos[combo_id],))
+        return ResultAggregates(outcomes, values())

@@ -1,0 +1,189 @@
+"""Re-hashing one identity's chain: is every event present, in order, and unedited?
+
+`verify_chain` re-hashes the whole chain from genesis (the deep check). `boot_check` is
+the fast one, for a boot: the chain's structure, every event after the last verified
+checkpoint, and a rotating sample of the older ones. Both name the first problem: what,
+which table, which event (id and chain position). Neither repairs anything. What else a
+store must pass to be trusted, and the checks of every chain at once: store/integrity.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, delete, func, insert, select
+
+from robot_memory.store.partition import Partition
+from robot_memory.store.schema import GENESIS_HASH, chain_heads, events, verified_checkpoints
+
+# Older events re-hashed per boot, continuing where the previous boot stopped.
+BOOT_SAMPLE_EVENTS = 20_000
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    identity_hash: str
+    ok: bool
+    events_checked: int
+    # Where it first breaks (None when ok): chain position, row id, and what is wrong.
+    bad_seq: int | None = None
+    bad_event_id: int | None = None
+    reason: str = ""
+    table: str = "events"
+
+    def describe(self) -> str:
+        if self.ok:
+            return f"identity {self.identity_hash[:12]}: chain intact ({self.events_checked} " \
+                   "events re-hashed)"
+        where = f"seq {self.bad_seq}" if self.bad_seq is not None else "its head"
+        row = f" ({self.table}.id {self.bad_event_id})" if self.bad_event_id is not None else \
+            f" (table {self.table})"
+        return f"identity {self.identity_hash[:12]}: chain broken at {where}{row}: {self.reason}"
+
+
+def stored_digest(prev_hash: str, identity_hash: str, seq: int, kind: str, stamp_ns: int,
+                  payload_json: str) -> str:
+    """event_digest over the stored bytes: payloads are stored canonical, so the canonical
+    body is a concatenation (no JSON decode). An edited payload, even one that decodes
+    to the same value, no longer matches: the stored bytes are what is attested."""
+    body = (f'{{"identity_hash":"{identity_hash}","kind":"{kind}","payload":{payload_json},'
+            f'"seq":{seq},"stamp_ns":{stamp_ns}}}')
+    return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()
+
+
+_COLUMNS = (events.c.id, events.c.seq, events.c.kind, events.c.stamp_ns, events.c.payload_json,
+            events.c.prev_hash, events.c.event_hash)
+
+
+def _rehash(partition: Partition, conn: Connection, after_seq: int, until_seq: int,
+            prev_hash: str | None, batch_size: int = 20_000) -> tuple[int, ChainReport | None]:
+    """Re-hash events after_seq+1 .. until_seq in chain order; prev_hash None means the
+    first one's link is not known (a sample starts mid-chain). Returns (checked, problem)."""
+    ident, expected_seq, checked = partition.identity_hash, after_seq + 1, 0
+    while expected_seq <= until_seq:
+        rows = conn.execute(select(*_COLUMNS).where(
+            events.c.identity_hash == ident, events.c.seq >= expected_seq,
+            events.c.seq <= until_seq).order_by(events.c.seq).limit(batch_size)).all()
+        if not rows:
+            return checked, ChainReport(ident, False, checked, expected_seq, None,
+                                        "event missing (deleted or truncated log)")
+        for event_id, seq, kind, stamp_ns, payload_json, prev, event_hash in rows:
+            if seq != expected_seq:
+                return checked, ChainReport(ident, False, checked, expected_seq, None,
+                                            f"event missing (next present is seq {seq}, "
+                                            f"events.id {event_id})")
+            reason = ""
+            if prev_hash is not None and prev != prev_hash:
+                reason = ("prev_hash does not match the previous event's hash "
+                          "(event removed, inserted or reordered)")
+            elif stored_digest(prev, ident, seq, kind, stamp_ns, payload_json) != event_hash:
+                reason = "event_hash does not match its content (edited event)"
+            if reason:
+                return checked, ChainReport(ident, False, checked, seq, event_id, reason)
+            prev_hash, expected_seq, checked = event_hash, seq + 1, checked + 1
+    return checked, None
+
+
+def _head_and_count(partition: Partition, conn: Connection) -> tuple[int, str, int, int]:
+    head = conn.execute(select(chain_heads.c.seq, chain_heads.c.event_hash).where(
+        chain_heads.c.identity_hash == partition.identity_hash)).first()
+    head_seq, head_hash = (head.seq, head.event_hash) if head else (0, GENESIS_HASH)
+    count, max_seq = conn.execute(select(func.count(), func.max(events.c.seq)).where(
+        events.c.identity_hash == partition.identity_hash)).one()
+    return head_seq, head_hash, count, max_seq or 0
+
+
+def _structure_problem(partition: Partition, conn: Connection) -> ChainReport | None:
+    """Every position 1..head present exactly once, and nothing past the head."""
+    head_seq, head_hash, count, max_seq = _head_and_count(partition, conn)
+    ident = partition.identity_hash
+    if max_seq > head_seq:
+        return ChainReport(ident, False, 0, head_seq + 1, None,
+                           f"events past the chain head ({max_seq} > {head_seq}): written "
+                           "around the store", table="chain_heads")
+    if count != head_seq:
+        return ChainReport(ident, False, 0, None, None,
+                           f"chain head says {head_seq} events but {count} are present "
+                           "(deleted rows or truncated log)", table="events")
+    if head_seq:
+        last = conn.execute(select(events.c.id, events.c.event_hash).where(
+            events.c.identity_hash == ident, events.c.seq == head_seq)).first()
+        if last.event_hash != head_hash:
+            return ChainReport(ident, False, 0, head_seq, last.id,
+                               "the newest event's hash differs from the chain head",
+                               table="events")
+    return None
+
+
+def verify_chain(partition: Partition) -> ChainReport:
+    """The whole chain from genesis, every event re-hashed (the deep check)."""
+    with partition.store.read() as conn:
+        problem = _structure_problem(partition, conn)
+        head_seq = _head_and_count(partition, conn)[0]
+        checked, broken = _rehash(partition, conn, 0, head_seq, GENESIS_HASH)
+    # A broken link names the exact event; prefer it to the coarser count mismatch.
+    if broken is not None:
+        return broken
+    if problem is not None:
+        return problem
+    return ChainReport(partition.identity_hash, True, checked)
+
+
+def boot_check(partition: Partition, sample: int = BOOT_SAMPLE_EVENTS,
+               record: bool = True) -> ChainReport:
+    """The fast check: structure, the checkpoint, everything after it, and a sample of
+    `sample` older events (rotating from boot to boot). With `record`, a success moves
+    the checkpoint to the head."""
+    ident = partition.identity_hash
+    with partition.store.read() as conn:
+        problem = _structure_problem(partition, conn)
+        if problem is not None:
+            return problem
+        head_seq = _head_and_count(partition, conn)[0]
+        mark = conn.execute(select(verified_checkpoints).where(
+            verified_checkpoints.c.identity_hash == ident)).first()
+        from_seq, from_hash, sample_from = 0, GENESIS_HASH, 1
+        if mark is not None and mark.seq <= head_seq:
+            row = conn.execute(select(events.c.id, events.c.event_hash).where(
+                events.c.identity_hash == ident, events.c.seq == mark.seq)).first()
+            if row is None or row.id != mark.event_id or row.event_hash != mark.event_hash:
+                return ChainReport(ident, False, 0, mark.seq, row.id if row else None,
+                                   "the last verified event changed since it was verified "
+                                   "(history rewritten)")
+            from_seq, from_hash, sample_from = mark.seq, mark.event_hash, mark.sample_from_seq
+        checked, broken = _rehash(partition, conn, from_seq, head_seq, from_hash)
+        if broken is not None:
+            return broken
+        sampled, sample_end = 0, from_seq
+        if from_seq and sample:
+            start = sample_from if sample_from <= from_seq else 1
+            sample_end = min(from_seq, start + sample - 1)
+            sampled, broken = _rehash(partition, conn, start - 1, sample_end, None)
+            if broken is not None:
+                return broken
+            # The sample's first link is checked against the event before it.
+            if start > 1:
+                before = conn.execute(select(events.c.event_hash).where(
+                    events.c.identity_hash == ident, events.c.seq == start - 1)).scalar()
+                first = conn.execute(select(events.c.id, events.c.prev_hash).where(
+                    events.c.identity_hash == ident, events.c.seq == start)).first()
+                if before != first.prev_hash:
+                    return ChainReport(ident, False, sampled, start, first.id,
+                                       "prev_hash does not match the previous event's hash")
+        head_row = conn.execute(select(events.c.id, events.c.event_hash).where(
+            events.c.identity_hash == ident, events.c.seq == head_seq)).first()
+    if record and head_row is not None:
+        _record_checkpoint(partition, head_seq, head_row.id, head_row.event_hash,
+                           sample_end + 1)
+    return ChainReport(ident, True, checked + sampled)
+
+
+def _record_checkpoint(partition: Partition, seq: int, event_id: int, event_hash: str,
+                       sample_from_seq: int) -> None:
+    with partition.store.write() as conn:
+        conn.execute(delete(verified_checkpoints).where(
+            verified_checkpoints.c.identity_hash == partition.identity_hash))
+        conn.execute(insert(verified_checkpoints).values(
+            identity_hash=partition.identity_hash, seq=seq, event_id=event_id,
+            event_hash=event_hash, sample_from_seq=sample_from_seq))

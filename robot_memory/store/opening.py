@@ -1,0 +1,287 @@
+"""Opening the store: `MemoryStore` connects to a SQLAlchemy URL and, on first use,
+creates the tables and the triggers that keep the log append-only; a store of an older
+schema version is migrated to the current one as it is opened.
+
+A migration adds derived columns and tables; it never rewrites an event. Every chain is
+re-hashed before (a broken store is not touched) and after, and the upgrade is logged in
+each chain as a `schema_migration` event.
+
+1 -> 2: result_facets and result_values, back-filled from the stored execution results.
+2 -> 3: result_rollup and value_rollup, summed from result_facets and result_values by
+        the database for every filled block; the index ix_result_values_group (which
+        they replace) is dropped.
+3 -> 4: the rollups clustered by chain block first (schema.py): the same rows, copied
+        into the new order (SQLite) or given the new primary key (PostgreSQL).
+A store of any older version goes to the current one in one step.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, insert, inspect, select, text, update
+
+from robot_memory.errors import StoreFailure
+from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
+from robot_memory.store.chain_check import verify_chain
+from robot_memory.store.engine import create_store_engine
+from robot_memory.store.facets import ComboIds, insert_facets, roll_up_blocks
+from robot_memory.store.guards import guards_installed, install_append_only_guards
+from robot_memory.store.log import NewEvent
+from robot_memory.store.partition import Partition
+from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, chain_heads, events, metadata,
+                                       result_rollup, store_info, value_rollup)
+
+# Schema versions this code can open: older ones are migrated (migrate_store).
+MIGRATABLE_VERSIONS = (1, 2, 3)
+# store_info keys of the RollupShape
+ROLLUP_KEYS = {"block": "rollup_block", "bucket_ns": "rollup_bucket_ns"}
+
+SCHEMA_LOCK_KEY = 0x524D454D  # pg_advisory_xact_lock key for schema creation
+
+# Execution results the 1 -> 2 migration back-fills per statement.
+BATCH = 20_000
+
+
+class StoreError(StoreFailure):
+    """Raised when the store cannot be opened or has an unknown schema version."""
+
+
+def rollup_shape_of(conn: Connection) -> RollupShape:
+    """The store's RollupShape (store_info)."""
+    stored = dict(conn.execute(select(store_info.c.key, store_info.c.value).where(
+        store_info.c.key.in_(ROLLUP_KEYS.values()))).all())
+    return RollupShape(**{field: int(stored[key]) for field, key in ROLLUP_KEYS.items()})
+
+
+def record_rollup_shape(conn: Connection, shape: RollupShape) -> None:
+    conn.execute(insert(store_info), [{"key": key, "value": str(int(getattr(shape, field)))}
+                                      for field, key in ROLLUP_KEYS.items()])
+
+
+def _all_tables_exist(conn: Connection) -> bool:
+    return set(metadata.tables) <= set(inspect(conn).get_table_names())
+
+
+class MemoryStore:
+    """Opens (and on first use creates) the store at a SQLAlchemy URL."""
+
+    def __init__(self, url: str, *, synchronous: str = "NORMAL", migrate: bool = True,
+                 rollup: RollupShape = RollupShape(), keep_open: bool = False):
+        """rollup: the shape of the rollups, for a store created or migrated by this open
+        (an existing store keeps the shape it was created or migrated with).
+
+        keep_open: for a long-lived process (the consolidator node) that checkpoints the
+        SQLite write-ahead log itself, when it is idle (checkpoint_log): one idle
+        connection is held until close(), and this store's commits do not checkpoint.
+        Otherwise SQLite copies the log back into the database file and syncs it when
+        its LAST connection closes (NullPool: every transaction's own connection, when no
+        other process has the store open) or in the commit that leaves the log over 1000
+        pages: a pass would end by copying back what it just wrote (a sixth of an
+        incremental pass). Commits are what they were: a committed transaction is in the
+        log, and a crash keeps it whole or drops it whole."""
+        self.url = url
+        self._held: Connection | None = None
+        self.migration = None  # the MigrationReport, when this open upgraded the schema
+        self.rollup = rollup  # until the store's own is read (below)
+        self.engine = create_store_engine(url, synchronous, auto_checkpoint=not keep_open)
+        self._writer = self.engine.execution_options(write=True)
+        # SQLite's read transactions are snapshots already; PostgreSQL's default (read
+        # committed) would let a multi-statement read see two different states.
+        self._reader = (self.engine.execution_options(isolation_level="REPEATABLE READ")
+                        if self.engine.dialect.name == "postgresql" else self.engine)
+        with self.write() as conn:
+            if conn.dialect.name == "postgresql":
+                # Robots of a fleet may open a new database at once: one creates the schema.
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+            # DDL only when something is missing: a fleet's runtime role may not create.
+            if not (guards_installed(conn) and _all_tables_exist(conn)):
+                metadata.create_all(conn)
+                install_append_only_guards(conn)
+            version = conn.execute(select(store_info.c.value).where(
+                store_info.c.key == "schema_version")).scalar()
+            if version is None:
+                conn.execute(insert(store_info).values(key="schema_version",
+                                                       value=str(SCHEMA_VERSION)))
+                record_rollup_shape(conn, rollup)
+            elif int(version) != SCHEMA_VERSION and not (
+                    migrate and int(version) in MIGRATABLE_VERSIONS):
+                raise StoreError(f"store {url} has schema version {version}, "
+                                 f"this robot_memory reads version {SCHEMA_VERSION}"
+                                 + (" (run `robot-memory migrate`)"
+                                    if int(version) in MIGRATABLE_VERSIONS else ""))
+        if version is not None and int(version) != SCHEMA_VERSION:
+            self.migration = migrate_store(self)
+        with self.read() as conn:
+            self.rollup = rollup_shape_of(conn)
+        if keep_open and self.engine.dialect.name == "sqlite":
+            # Idle: it holds no transaction, so it blocks no checkpoint and no writer.
+            self._held = self.engine.connect()
+
+    def read(self):
+        """A read transaction (a consistent snapshot)."""
+        return self._reader.begin()
+
+    def write(self):
+        """A write transaction that holds the store's write lock from its start."""
+        return self._writer.begin()
+
+    def write_connection(self) -> Connection:
+        """A connection for one long-lived writer (one thread): each `begin()` on it is a
+        write transaction like `write()`'s, without opening a SQLite connection (PRAGMAs,
+        and a WAL checkpoint on close) per batch. The caller closes it."""
+        return self._writer.connect()
+
+    def partition(self, identity_hash: str) -> Partition:
+        return Partition(self, identity_hash)
+
+    def identities(self) -> list[str]:
+        with self.read() as conn:
+            return list(conn.execute(select(chain_heads.c.identity_hash)
+                                     .order_by(chain_heads.c.identity_hash)).scalars())
+
+    def checkpoint_log(self) -> None:
+        """Copy the SQLite write-ahead log back into the database file, sync it and empty
+        the log file (the growth guard counts it), without waiting for anyone: what
+        readers or a writer still need stays in the log for a later checkpoint. Nothing
+        to do on PostgreSQL. For a keep_open store's owner, between its transactions."""
+        if self.engine.dialect.name != "sqlite":
+            return
+        # The driver's connection, in autocommit: SQLite checkpoints only outside a
+        # transaction, and SQLAlchemy would begin one. No busy wait: TRUNCATE then does
+        # what PASSIVE does when a reader or writer is active, and truncates otherwise.
+        raw = self.engine.raw_connection()
+        try:
+            cursor = raw.cursor()
+            cursor.execute("PRAGMA busy_timeout=0")
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            raw.close()
+
+    def close(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.close()  # the last connection (if no one else has the store open)
+        self.engine.dispose()
+
+
+# -- migration ------------------------------------------------------------------------
+@dataclass
+class MigrationReport:
+    from_version: int
+    to_version: int = SCHEMA_VERSION
+    results_indexed: dict[str, int] = field(default_factory=dict)  # identity -> results
+    events_verified_before: int = 0
+    events_verified_after: int = 0
+    migration_event_ids: list[int] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if self.from_version == self.to_version:
+            return f"schema version {self.to_version}: nothing to migrate"
+        return (f"migrated schema {self.from_version} -> {self.to_version}: indexed "
+                f"{sum(self.results_indexed.values())} execution results of "
+                f"{len(self.results_indexed)} identities; chains intact before "
+                f"({self.events_verified_before} events re-hashed) and after "
+                f"({self.events_verified_after})")
+
+
+def _schema_version(conn) -> int:
+    return int(conn.execute(select(store_info.c.value).where(
+        store_info.c.key == "schema_version")).scalar_one())
+
+
+def _verify_all(store: MemoryStore, when: str) -> int:
+    checked = 0
+    for identity in store.identities():
+        report = verify_chain(store.partition(identity))
+        if not report.ok:
+            raise StoreError(f"schema migration refused {when}: {report.describe()}")
+        checked += report.events_checked
+    return checked
+
+
+def migrate_store(store: MemoryStore, stamp_ns: int | None = None) -> MigrationReport:
+    """Bring the store to SCHEMA_VERSION (idempotent: a current store is left alone)."""
+    with store.read() as conn:
+        version = _schema_version(conn)
+    report = MigrationReport(version)
+    if version == SCHEMA_VERSION:
+        return report
+    if version not in MIGRATABLE_VERSIONS:
+        raise StoreError(f"store {store.url}: no migration from schema version {version}")
+    report.events_verified_before = _verify_all(store, "before (the store is not intact)")
+    stamp = stamp_ns if stamp_ns is not None else time.time_ns()
+    with store.write() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        if _schema_version(conn) == SCHEMA_VERSION:  # another process migrated meanwhile
+            return MigrationReport(SCHEMA_VERSION)
+        identities = list(conn.execute(select(chain_heads.c.identity_hash)
+                                       .order_by(chain_heads.c.identity_hash)).scalars())
+        if version < 3:
+            record_rollup_shape(conn, store.rollup)  # the shape asked for when opening
+        else:
+            _recluster_rollups(conn)
+        if version == 2:
+            conn.execute(text("DROP INDEX IF EXISTS ix_result_values_group"))
+        for identity in identities:
+            report.results_indexed[identity] = (
+                _backfill(conn, identity) if version == 1 else _results_indexed(conn, identity))
+            if version < 3:
+                _sum_rollups(conn, identity, store.rollup)
+        conn.execute(update(store_info).where(store_info.c.key == "schema_version")
+                     .values(value=str(SCHEMA_VERSION)))
+        for identity in identities:
+            event = store.partition(identity).append_in(conn, [NewEvent(
+                SCHEMA_MIGRATION, {"from_version": version, "to_version": SCHEMA_VERSION,
+                                   "results_indexed": report.results_indexed[identity]},
+                stamp)])[0]
+            report.migration_event_ids.append(event.id)
+    report.events_verified_after = _verify_all(
+        store, "after (the migration broke a chain; restore the backup)")
+    return report
+
+
+def _sum_rollups(conn, identity: str, rollup: RollupShape) -> None:
+    """The rollups of one identity's filled blocks, summed from its result rows by the
+    database (as appending them would have)."""
+    head = conn.execute(select(chain_heads.c.seq).where(
+        chain_heads.c.identity_hash == identity)).scalar_one()
+    roll_up_blocks(conn, identity, rollup, 0, head // rollup.block)
+
+
+def _recluster_rollups(conn) -> None:
+    """Schema 3's rollups in schema 4's primary key order (the rows unchanged)."""
+    for table in (result_rollup, value_rollup):
+        key = table.primary_key
+        if conn.dialect.name == "postgresql":  # a heap: only its key index changes
+            # Schema 3's key had PostgreSQL's default name, which schema 4's keeps.
+            conn.execute(text(f"ALTER TABLE {table.name} DROP CONSTRAINT {key.name}"))
+            conn.execute(text(f"ALTER TABLE {table.name} ADD CONSTRAINT {key.name} PRIMARY KEY "
+                              f"({', '.join(column.name for column in key.columns)})"))
+            continue
+        # SQLite keeps a WITHOUT ROWID table in its key's order: a new table, the same rows.
+        conn.execute(text(f"ALTER TABLE {table.name} RENAME TO {table.name}_v3"))
+        table.create(conn)
+        conn.execute(text(f"INSERT INTO {table.name} SELECT * FROM {table.name}_v3"))
+        conn.execute(text(f"DROP TABLE {table.name}_v3"))
+
+
+def _results_indexed(conn, identity: str) -> int:
+    return conn.execute(text("SELECT count(*) FROM result_facets WHERE identity_hash = :ident"),
+                        {"ident": identity}).scalar_one()
+
+
+def _backfill(conn, identity: str) -> int:
+    cursor, indexed, combos = 0, 0, ComboIds(identity)
+    while True:
+        batch = conn.execute(select(events.c.id, events.c.seq, events.c.stamp_ns,
+                                    events.c.payload_json)
+                             .where(events.c.identity_hash == identity,
+                                    events.c.kind == EXECUTION_RESULT, events.c.seq > cursor)
+                             .order_by(events.c.seq).limit(BATCH)).all()
+        indexed += insert_facets(conn, [tuple(row) for row in batch], combos)
+        if len(batch) < BATCH:
+            return indexed
+        cursor = batch[-1][1]

@@ -96,7 +96,9 @@ def cmd_ingest(args) -> int:
     from robot_memory.receipt import at_receipt, seconds_to_ns
     from robot_memory.records import InvalidRecord, validate_record
     from robot_memory.store import NewEvent
-    max_ahead_ns, skewed = seconds_to_ns(args.max_clock_ahead_s), 0
+    from robot_memory.event_kinds import PRIVACY_REJECTION
+    from robot_memory.ingest import PRIVACY_PREFIX
+    max_ahead_ns, skewed, refusals = seconds_to_ns(args.max_clock_ahead_s), 0, []
     partition = _partition(args)
     good, bad = [], 0
     with open(args.jsonl, "rb") as handle:
@@ -125,6 +127,12 @@ def cmd_ingest(args) -> int:
             except (ValueError, InvalidRecord) as exc:  # UnicodeDecodeError included
                 bad += 1
                 print(f"{args.jsonl}:{number}: rejected: {exc}", file=sys.stderr)
+                if isinstance(exc, InvalidRecord) and exc.reason.startswith(PRIVACY_PREFIX):
+                    # As the logger and import-bag do: the refusal itself is history.
+                    refusals.append(NewEvent(PRIVACY_REJECTION, {
+                        "source": f"ingest {Path(args.jsonl).name}:{number}",
+                        "field": exc.field, "category": exc.reason[len(PRIVACY_PREFIX):]},
+                        time.time_ns()))
                 continue
             event = NewEvent.of_record(record)
             stamp_ns, flagged = at_receipt(event.payload, event.stamp_ns, time.time_ns(),
@@ -136,9 +144,10 @@ def cmd_ingest(args) -> int:
                       "(clock_skew)", file=sys.stderr)
                 event = event._replace(stamp_ns=stamp_ns)
             good.append(event)
+    good += refusals
     for start in range(0, len(good), 5000):
         partition.append_many(good[start:start + 5000])
-    print(f"ingested {len(good)} execution results, rejected {bad} lines "
+    print(f"ingested {len(good) - len(refusals)} execution results, rejected {bad} lines "
           f"(identity {partition.identity_hash})"
           + (f"; {skewed} stamped ahead, stored at receipt (clock_skew)" if skewed else ""))
     return 1 if bad else 0

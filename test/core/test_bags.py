@@ -229,3 +229,40 @@ def test_import_into_postgres_is_idempotent_too(tmp_path, pg_url, manifest_file)
     assert import_bag(partition, bag, progress=False).imported == 0
     assert partition.count_events(EXECUTION_RESULT) == 12
     store.close()
+
+
+def _results_bag(tmp_path, storage, notes=lambda i: ""):
+    store = make_typestore()
+    messages = [(T0 + i * S, result_msg(store, T0 + i * S, force=float(i), notes=notes(i)),
+                 "robot_memory/msg/ExecutionResult") for i in range(50)]
+    bag = write_bag(tmp_path / "bag", storage, {"/results": messages}, store)
+    return bag, next(bag.glob("*.mcap" if storage == "mcap" else "*.db3")), store, messages
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_hostile_lengths_in_a_bag_cost_only_their_message(tmp_path, partition, storage):
+    """A message whose string claims 4 GB is refused as undecodable; one far over the
+    largest valid result is refused unread; the rest imports, at a bounded cost."""
+    bag, data, store, messages = _results_bag(
+        tmp_path, storage, notes=lambda i: "n" * 200_000 if i == 7 else "")
+    first = store.serialize_cdr(messages[0][1], "robot_memory/msg/ExecutionResult")
+    raw = bytearray(data.read_bytes())
+    at = raw.find(first)
+    raw[at + 20:at + 24] = (0xFFFFFFF0).to_bytes(4, "little")  # skill_id's length
+    data.write_bytes(bytes(raw))
+    report = import_bag(partition, bag, progress=False)
+    assert report.imported == 48
+    assert report.rejected_by_reason == {"oversized": 1, "undecodable": 1}
+    forces = [e.payload["parameters"]["force_n"] for e in partition.events([EXECUTION_RESULT])]
+    assert forces == [float(i) for i in range(1, 50) if i != 7]
+
+
+def test_an_mcap_record_claiming_a_terabyte_is_damage_not_a_crash(tmp_path, partition):
+    bag, data, _, _ = _results_bag(tmp_path, "mcap")
+    raw = bytearray(data.read_bytes())
+    at = raw.find(b"\x05", 100)  # the first Message record's opcode
+    raw[at + 1:at + 9] = (1 << 40).to_bytes(8, "little")
+    data.write_bytes(bytes(raw))
+    report = import_bag(partition, bag, progress=False)
+    assert report.damage or report.unread
+    assert "DAMAGED BAG" in report.summary()

@@ -93,3 +93,37 @@ def test_the_ros_side_does_need_rclpy():
                f"else 'robot_memory.ros.spin')"
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.returncode != 0 and "rclpy" in out.stderr, module
+
+
+def test_ingest_refuses_hostile_lines_one_by_one_and_stores_the_rest(tmp_path, manifest_file,
+                                                                     db_url):
+    """A stamp past int64 nanoseconds, a line of 2 MB, JSON nested 100,000 deep, a
+    secret, a stamp years ahead: each is its own line's problem, with its line number."""
+    from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
+    from robot_memory.store import MemoryStore
+    lines = tmp_path / "hostile.jsonl"
+    write_jsonl(lines, [good(0), {**good(1), "stamp": 10**12}, good(2),
+                        json.dumps({**good(3), "notes": "x" * 2_000_000}),
+                        "[" * 100_000 + "]" * 100_000,
+                        {**good(5), "notes": "password=hunter2"},
+                        {**good(6), "stamp": 4_000_000_000}, good(7)])
+    ingest = run("ingest", "--db", db_url, "--manifest", str(manifest_file), "--jsonl",
+                 str(lines))
+    assert ingest.returncode == 1, ingest.stderr
+    assert "internal error" not in ingest.stderr
+    assert "ingested 4 execution results, rejected 4 lines" in ingest.stdout
+    assert "1 stamped ahead, stored at receipt (clock_skew)" in ingest.stdout
+    assert "hostile.jsonl:2: rejected: stamp 1000000000000 is past what a 64-bit" \
+        in ingest.stderr
+    assert "hostile.jsonl:4: rejected: line: more than 1048576 bytes" in ingest.stderr
+    assert "hostile.jsonl:5: rejected: nested too deeply" in ingest.stderr
+    assert "hostile.jsonl:6: rejected: notes:" in ingest.stderr
+    assert "hunter2" not in ingest.stderr
+    part = MemoryStore(db_url).partition(load_manifest(manifest_file).identity_hash())
+    stored = list(part.events([EXECUTION_RESULT]))
+    assert [e.payload["sent_stamp_ns"] for e in stored if "sent_stamp_ns" in e.payload] == \
+        [4_000_000_000 * 10**9]
+    assert len(stored) == 4
+    [refusal] = list(part.events([PRIVACY_REJECTION]))
+    assert refusal.payload["field"] == "notes" and refusal.payload["source"] == \
+        "ingest hostile.jsonl:6"

@@ -132,6 +132,32 @@ class Ingest:
                 self.clock_skew += 1
         return NewEvent(EXECUTION_RESULT, payload, stamp_ns, True, True)
 
+    def take_received(self, read: Callable[[Any], dict[str, Any]], given: Any, source: str,
+                      received_ns: int) -> NewEvent | Refused:
+        """One result `given` as a receiver got it at `received_ns`, its fields
+        read(given) (a stamp of 0, not stamped by its producer, becomes the receipt
+        time): its event (`take_event`), or the Refused saying why not, counted. It never
+        raises for what it is given: whatever read() raises refuses that one result as
+        malformed, so a bad sample never costs the others of its round.
+
+        The refusal is returned, and made anew without a traceback or context: an
+        exception that is kept holds, through its traceback, the frames it passed and,
+        through their callers (f_back), the frame that keeps it, a cycle that holds
+        `given` (a sample's bytes, a request however large) until the cyclic collector
+        runs, which the nodes let happen only after 10,000 new objects (ros/spin.py)."""
+        try:
+            data = read(given)
+            if not data["stamp_ns"]:
+                data["stamp_ns"] = received_ns
+            return self.take_event(data, source, received_ns)
+        except InvalidRecord as exc:
+            return self.refuse_invalid(exc, source)
+        except Refused as exc:
+            return Refused(exc.code, exc.reason, exc.detail)
+        except Exception as exc:  # a reader's bug or a library's surprise: this one only
+            return self.refuse_invalid(
+                InvalidRecord("message", "malformed", f"cannot be read ({exc!r})"), source)
+
     def _validated(self, validate, data: dict[str, Any], source: str):
         if self.growth_state == OVER_HARD_LIMIT:
             raise self._refuse(STORE_FULL, "store_full", self._guard.describe(self.store_size))

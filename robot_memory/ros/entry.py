@@ -13,6 +13,8 @@ import os
 import signal
 import sys
 
+from robot_memory.ros.middleware import use_fastdds_profiles
+
 MODULES = ("manifest_verifier", "episodic_logger", "consolidator", "grounding_server",
            "all_nodes")
 
@@ -33,6 +35,7 @@ def run(module: str) -> None:
         raise SystemExit(f"robot_memory: unknown node module '{module}' (one of {MODULES})")
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _exit_while_starting)
+    use_fastdds_profiles()  # before rclpy starts the middleware
     importlib.import_module(f"robot_memory.ros.{module}").main()
 
 

@@ -29,7 +29,6 @@ from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteFailed
 from robot_memory.log_throttle import LogThrottle, held_back
 from robot_memory.msg import ExecutionResult
-from robot_memory.records import InvalidRecord
 from robot_memory.ros.conversions import result_fields, serialized_result_fields
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.managed_node import ManagedMemoryNode
@@ -175,30 +174,11 @@ class EpisodicLogger(ManagedMemoryNode):
     # -- intake -----------------------------------------------------------------------
     def _take(self, ingest: Ingest, read, given, source: str,
               received_ns: int) -> NewEvent | Refused:
-        """One result, `given` as received at `received_ns` (ROS time), its fields
-        read(given): its validated event, or the Refused saying why not (counted by the
-        ingest, logged here). Whatever reading it raises refuses it as malformed: one
-        sample never costs the others of its round.
-
-        The refusal is returned, not raised, and without its traceback: a traceback
-        holds this frame, which would hold the refusal, a cycle that keeps `given` (the
-        sample's bytes, however large) until the cyclic collector runs, and the nodes
-        run it only after 10,000 new objects (spin.py). Oversized samples refused that
-        way held on to all their bytes."""
-        try:
-            data = read(given)
-            if not data["stamp_ns"]:  # not stamped by the skill: our receive time
-                data["stamp_ns"] = received_ns
-            return ingest.take_event(data, source, received_ns)
-        except InvalidRecord as exc:
-            refused = ingest.refuse_invalid(exc, source)
-        except Refused as exc:
-            refused = exc.with_traceback(None)
-        except Exception as exc:  # a reader's bug or a library's surprise: this one only
-            refused = ingest.refuse_invalid(
-                InvalidRecord("message", "malformed", f"cannot be read ({exc!r})"), source)
-        self._log_refusal(refused, source)
-        return refused
+        """`Ingest.take_received`, its refusal logged here."""
+        taken = ingest.take_received(read, given, source, received_ns)
+        if isinstance(taken, Refused):
+            self._log_refusal(taken, source)
+        return taken
 
     def _log_refusal(self, refused: Refused, source: str) -> None:
         self._log_at_most_once_a_second(

@@ -251,3 +251,39 @@ def test_kill_9_loses_no_acknowledged_event(db_url, part, tmp_path):
     stored = {e.payload["intent_id"]: e.id for e in part.events([EXECUTION_RESULT])}
     assert all(stored.get(name) == event_id for name, event_id in acked.items())
     assert verify_chain(part).ok
+
+
+def test_refusals_leave_no_cyclic_garbage_that_would_hold_what_was_refused(part, make_ingest):
+    """Each refused result, whatever refused it, must be freed when its caller lets go:
+    the nodes run the cyclic collector rarely (after 10,000 new objects), so a refusal
+    caught in a cycle kept its sample (1.6 MB each) for as long as the logger was quiet."""
+    import gc
+
+    from robot_memory.ingest import Refused
+
+    ingest = make_ingest(part)
+
+    def broken(_given):
+        raise RuntimeError("a reader's surprise")
+
+    cases = [(dict, fields(1, notes="x" * 1_600_000)),  # oversized, before the scan
+             (dict, fields(2, notes="password=hunter2 " * 10)),  # privacy
+             (dict, fields(3, skill_id="")),  # invalid, through pydantic
+             (dict, fields(4, parameters={"f": float("nan")})),  # invalid, fast check
+             (broken, b"\x00\x01 bytes")]  # malformed
+    def refused(read, given) -> bool:  # keeps the answer in a local, as a node does
+        taken = ingest.take_received(read, dict(given) if read is dict else given, "t", 5)
+        return isinstance(taken, Refused)
+
+    for read, given in cases:  # warm up: first calls build caches, not garbage
+        refused(read, given)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            for read, given in cases:
+                assert refused(read, given)
+        assert gc.collect() == 0, "a refusal left a reference cycle behind"
+    finally:
+        gc.enable()
+    assert ingest.rejected["malformed"] == 4 and ingest.rejected["oversized"] == 4

@@ -1,0 +1,40 @@
+"""Fast DDS settings the nodes need and rclpy's QoS cannot express.
+
+A reader of rmw_fastrtps keeps its samples in a pool whose slots keep, for the reader's
+life, the size of the largest sample each one has held (rmw_fastrtps's history memory
+policy, PREALLOCATED_WITH_REALLOC). A producer that sends a few oversized results among
+the valid ones therefore grows every slot of the logger's reader to their size: with
+1.6 MB results at 3/s among 200 valid ones a second, a plain rclpy reader grew from 66 to
+126 MB in a minute and never gave it back; the same reader with DYNAMIC (allocated on
+arrival, freed once taken) stayed at 68 MB. The policy is not a ROS QoS, so it comes from
+a Fast DDS profile file, `config/fastdds_profiles.xml`, which also keeps rmw_fastrtps's
+other defaults (synchronous publication, no data sharing).
+
+It applies to a node process that uses rmw_fastrtps (the default RMW) when the user has
+chosen no Fast DDS profile of their own: FASTDDS_DEFAULT_PROFILES_FILE,
+FASTRTPS_DEFAULT_PROFILES_FILE or RMW_FASTRTPS_USE_QOS_FROM_XML set means theirs wins.
+Set before rclpy starts the middleware (entry.run), in the process's own environment.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+from pathlib import Path
+
+PROFILES = Path(__file__).resolve().parents[1] / "config" / "fastdds_profiles.xml"
+FASTRTPS = ("rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp")
+USERS_OWN = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE",
+             "RMW_FASTRTPS_USE_QOS_FROM_XML")
+
+
+def use_fastdds_profiles(environ: MutableMapping[str, str] = os.environ) -> bool:
+    """Point Fast DDS at our profile file unless another RMW or the user's own profile
+    is in use; True when it did."""
+    if environ.get("RMW_IMPLEMENTATION", FASTRTPS[0]) not in FASTRTPS:
+        return False
+    if any(environ.get(name) for name in USERS_OWN):
+        return False
+    environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(PROFILES)
+    environ["RMW_FASTRTPS_USE_QOS_FROM_XML"] = "1"  # else rmw overrides the memory policy
+    return True

@@ -31,6 +31,7 @@ from robot_memory.log_throttle import LogThrottle, held_back
 from robot_memory.msg import ExecutionResult
 from robot_memory.ros.conversions import result_fields, serialized_result_fields
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
+from robot_memory.ros.heap import release_freed_memory
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import execution_results_reader_qos
@@ -42,6 +43,9 @@ from robot_memory.store.size import MB, store_size_bytes
 
 DEFAULT_TOPIC = "execution_results"
 TAKE_AT_MOST = 5000  # results taken per topic and round, so lost events are polled too
+# After this many results written since the last trim, and nothing pending, give the
+# freed heap back (a burst's results, in flight, leave glibc's arenas at their peak).
+TRIM_AFTER_WRITTEN = 5000
 
 
 class TakenByIntake(CallbackGroup):
@@ -114,6 +118,7 @@ class EpisodicLogger(ManagedMemoryNode):
         self._before = Counter()
         self._before_rejected: Counter[str] = Counter()
         self._written_at_last_status = (0, time.monotonic())
+        self._written_at_last_trim = 0
         self.diagnostics = DiagnosticsPublisher(self)
         self._reader_qos = execution_results_reader_qos(self.params["history_depth"],
                                                         self.params["keep_all_history"])
@@ -325,6 +330,9 @@ class EpisodicLogger(ManagedMemoryNode):
         now = time.monotonic()
         rate = (written - previous) / max(now - since, 1e-6)
         self._written_at_last_status = (written, now)
+        if not pending and written - self._written_at_last_trim >= TRIM_AFTER_WRITTEN:
+            self._written_at_last_trim = written
+            release_freed_memory()
         store_size = ingest.store_size if ingest else 0
         growth_state = ingest.growth_state if ingest else GROWTH_OK
         lost = {cause: rejected[cause] for cause in LOSS_CAUSES if rejected[cause]}

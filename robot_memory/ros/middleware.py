@@ -14,18 +14,40 @@ It applies to a node process that uses rmw_fastrtps (the default RMW) when the u
 chosen no Fast DDS profile of their own: FASTDDS_DEFAULT_PROFILES_FILE,
 FASTRTPS_DEFAULT_PROFILES_FILE or RMW_FASTRTPS_USE_QOS_FROM_XML set means theirs wins.
 Set before rclpy starts the middleware (entry.run), in the process's own environment.
+Fast DDS 2 (Humble, Jazzy) reads the file from FASTRTPS_DEFAULT_PROFILES_FILE only; Fast
+DDS 3 (Kilted on) from FASTDDS_DEFAULT_PROFILES_FILE, and warns at every start that the
+other name is deprecated: so the name follows the distribution (ROS_DISTRO on a ROS
+install, rclpy's version where it came from PyPI), and both are set when neither tells.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import MutableMapping
+from importlib import metadata
 from pathlib import Path
 
 PROFILES = Path(__file__).resolve().parents[1] / "config" / "fastdds_profiles.xml"
 FASTRTPS = ("rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp")
 USERS_OWN = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE",
              "RMW_FASTRTPS_USE_QOS_FROM_XML")
+FAST_DDS_2_DISTROS = ("humble", "iron", "jazzy")
+FIRST_RCLPY_ON_FAST_DDS_3 = 9  # Kilted's rclpy 9.x; Jazzy's is 7.x
+
+
+def _profile_variables(environ: MutableMapping[str, str]) -> tuple[str, ...]:
+    """The variable(s) the installed Fast DDS reads its profile file from."""
+    distro = environ.get("ROS_DISTRO", "")
+    if distro:
+        fast_dds_2 = distro in FAST_DDS_2_DISTROS
+    else:
+        try:
+            major = int(metadata.version("ros-rclpy").split(".")[0])
+        except (metadata.PackageNotFoundError, ValueError):
+            return ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
+        fast_dds_2 = major < FIRST_RCLPY_ON_FAST_DDS_3
+    return ("FASTRTPS_DEFAULT_PROFILES_FILE",) if fast_dds_2 else \
+        ("FASTDDS_DEFAULT_PROFILES_FILE",)
 
 
 def use_fastdds_profiles(environ: MutableMapping[str, str] = os.environ) -> bool:
@@ -35,6 +57,7 @@ def use_fastdds_profiles(environ: MutableMapping[str, str] = os.environ) -> bool
         return False
     if any(environ.get(name) for name in USERS_OWN):
         return False
-    environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(PROFILES)
+    for variable in _profile_variables(environ):
+        environ[variable] = str(PROFILES)
     environ["RMW_FASTRTPS_USE_QOS_FROM_XML"] = "1"  # else rmw overrides the memory policy
     return True

@@ -8,12 +8,25 @@ import pytest
 from robot_memory.ros.middleware import PROFILES, use_fastdds_profiles
 
 
-def test_default_rmw_gets_the_profile_file():
-    environ = {}
+@pytest.mark.parametrize("distro, variable", [
+    ("kilted", "FASTDDS_DEFAULT_PROFILES_FILE"), ("rolling", "FASTDDS_DEFAULT_PROFILES_FILE"),
+    ("jazzy", "FASTRTPS_DEFAULT_PROFILES_FILE"), ("humble", "FASTRTPS_DEFAULT_PROFILES_FILE")])
+def test_the_default_rmw_gets_the_profile_file_under_the_name_its_fast_dds_reads(
+        distro, variable):
+    environ = {"ROS_DISTRO": distro}
     assert use_fastdds_profiles(environ)
-    assert environ == {"FASTDDS_DEFAULT_PROFILES_FILE": str(PROFILES),
+    assert environ == {"ROS_DISTRO": distro, variable: str(PROFILES),
                        "RMW_FASTRTPS_USE_QOS_FROM_XML": "1"}
     assert use_fastdds_profiles({"RMW_IMPLEMENTATION": "rmw_fastrtps_dynamic_cpp"})
+
+
+def test_from_pypi_the_name_follows_rclpys_version():
+    from importlib import metadata
+    environ = {}
+    use_fastdds_profiles(environ)
+    major = int(metadata.version("ros-rclpy").split(".")[0])
+    assert (("FASTRTPS_DEFAULT_PROFILES_FILE" in environ) == (major < 9)
+            and ("FASTDDS_DEFAULT_PROFILES_FILE" in environ) == (major >= 9))
 
 
 @pytest.mark.parametrize("environ", [

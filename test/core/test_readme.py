@@ -66,3 +66,17 @@ def test_readme_ingest_figures_are_the_benchmark_file():
     met = result["goals"]["four_process"]["cpu_at_most_0_1_core_at_1000"]
     words = " ".join(README.split())
     assert f"**{cores} core, goal 0.1 {'met' if met else 'missed'}" in words
+
+
+def test_readme_hostile_input_figures_are_the_benchmark_file():
+    result = json.loads((ROOT / "bench" / "results" / "hostile_input.json").read_text())
+    for mode, m in result["modes"].items():
+        process, rss = max(m["rss_max_by_phase"].items(),
+                           key=lambda kv: kv[1]["hostile_over_baseline"])
+        ground = m["ground"]
+        assert (f"| {mode} | {process} {rss['baseline_mb']} -> {rss['hostile_mb']} MB "
+                f"({rss['hostile_over_baseline']}x) | {m['stored']['valid_stored']} / "
+                f"{m['stored']['valid_sent']} "
+                f"({m['logger_diagnostics_at_end']['lost_total']} dds_lost) | "
+                f"{ground['baseline']['p99_ms']:.1f} -> {ground['hostile']['p99_ms']:.1f} ms "
+                f"({ground['p99_ratio']}x) |") in README, mode

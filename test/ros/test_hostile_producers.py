@@ -152,6 +152,10 @@ def test_every_service_refuses_an_oversized_request_with_a_reason(
             action=Override.Request.ACTION_FREEZE, operator_name="alice", reason=huge))
         return answers
 
+    def all_active() -> bool:  # the verifier activates the three nodes in turn
+        return all(node in probe.statuses and
+                   not probe.statuses[node][1].startswith("inactive") for node in pids)
+    wait_until(all_active, 30, lambda: f"every node active: {probe.statuses}")
     first = ask_all()
     assert not first["record_event"].accepted
     assert first["record_event"].reason.startswith("notes: 1000000 characters")

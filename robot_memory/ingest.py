@@ -34,8 +34,7 @@ from robot_memory.errors import InputError, StoreFailure
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
 from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
-from robot_memory.receipt import (CLOCK_SKEW, DEFAULT_MAX_CLOCK_AHEAD_S, at_receipt,
-                                  seconds_to_ns)
+from robot_memory.receipt import DEFAULT_MAX_CLOCK_AHEAD_S, at_receipt, seconds_to_ns
 from robot_memory.records import (ExecutionRecord, InvalidRecord, validate_record,
                                   validated_payload)
 from robot_memory.store import NewEvent, Partition, StoredEvent
@@ -406,4 +405,4 @@ class Ingest:
 
 
 __all__ = ["INVALID", "LOSS_CAUSES", "PRIVACY", "STORE_ERROR", "STORE_FULL", "Ingest",
-           "Refused", "StoreWriteFailed", "StoredEvent", "CLOCK_SKEW"]
+           "Refused", "StoreWriteFailed", "StoredEvent"]

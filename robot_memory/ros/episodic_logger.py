@@ -42,7 +42,11 @@ from robot_memory.store import MemoryStore, NewEvent
 from robot_memory.store.size import MB, store_size_bytes
 
 DEFAULT_TOPIC = "execution_results"
-TAKE_AT_MOST = 5000  # results taken per topic and round, so lost events are polled too
+# Results are taken while fewer than this many wait for the writer; the rest wait in the
+# reader's history (config/fastdds_profiles.xml: up to 100,000, each freed once taken), not
+# as Python objects: a 15,000-result burst held in Python left the one-process stack
+# 20-30 MB larger for good. It is also a round's most per topic, so lost events are polled.
+HOLD_AT_MOST = 5000
 # After this many results written since the last trim, and nothing pending, give the
 # freed heap back (a burst's results, in flight, leave glibc's arenas at their peak).
 TRIM_AFTER_WRITTEN = 5000
@@ -198,13 +202,15 @@ class EpisodicLogger(ManagedMemoryNode):
         the executor's wait set, every arriving message woke it (the subscription's DDS
         listener signals them), which cost about as much as taking the message. The
         round's start is the receipt time of what it takes (within intake_period_s)."""
-        taken_any = False
+        taken_any, ingest = False, self.ingest
         received_ns = self.get_clock().now().nanoseconds
         for topic, subscription in list(self._result_subscriptions.items()):
             events = []
+            room = 0 if ingest is None else \
+                min(HOLD_AT_MOST, ingest.max_pending) - ingest.pending
             try:
                 with subscription.handle:
-                    for _ in range(TAKE_AT_MOST):
+                    for _ in range(max(0, room)):
                         taken = subscription.handle.take_message(subscription.msg_type, True)
                         if taken is None:
                             break
@@ -217,7 +223,6 @@ class EpisodicLogger(ManagedMemoryNode):
                 info = handler.take_data()
                 if info is not None and info.total_count_change > 0:
                     self.on_message_lost(info)
-        ingest = self.ingest
         if taken_any and ingest is not None:
             ingest.write_now()
 

@@ -8,7 +8,10 @@ the valid ones therefore grows every slot of the logger's reader to their size: 
 126 MB in a minute and never gave it back; the same reader with DYNAMIC (allocated on
 arrival, freed once taken) stayed at 68 MB. The policy is not a ROS QoS, so it comes from
 a Fast DDS profile file, `config/fastdds_profiles.xml`, which also keeps rmw_fastrtps's
-other defaults (synchronous publication, no data sharing).
+other defaults (synchronous publication, no data sharing). The same file bounds a reader's
+history at 100,000 samples: Fast DDS's default, 5,000, is where a logger that fell behind
+in a burst made the publishers' KEEP_LAST histories overwrite results (a reader that paused
+4 s during 15,000 results at 5,000/s lost 3,507 at 5,000, none at 100,000).
 
 It applies to a node process that uses rmw_fastrtps (the default RMW) when the user has
 chosen no Fast DDS profile of their own: FASTDDS_DEFAULT_PROFILES_FILE,

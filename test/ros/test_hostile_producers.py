@@ -3,8 +3,12 @@ oversized results are refused from their byte count and leave no memory behind,
 malformed samples cost only themselves, a wrong clock only its own results, and every
 service refuses an oversized request with a reason. Real node processes over DDS."""
 
+import json
 import random
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import psutil
 from rclpy.serialization import serialize_message
@@ -183,3 +187,56 @@ def test_every_service_refuses_an_oversized_request_with_a_reason(
         "refused_requests") == "21", 20, "override refusals counted")
     wait_count(probe, "rejected.oversized", 21)
     assert part.count_events(EXECUTION_RESULT) == 0
+
+
+HELD = 8000  # Fast DDS's default reader bound is 5,000 samples; the profile's 100,000
+BURST_PUBLISHER = """
+import sys
+import time
+import rclpy
+from rclpy.duration import Duration
+from robot_memory.msg import ExecutionResult
+from robot_memory.ros.matching import wait_for_subscriber
+from robot_memory.ros.qos import EXECUTION_RESULTS_QOS
+rclpy.init()
+node = rclpy.create_node("burst_publisher")
+publisher = node.create_publisher(ExecutionResult, sys.argv[1], EXECUTION_RESULTS_QOS)
+print("ready", flush=True)
+sys.stdin.readline()
+assert wait_for_subscriber(publisher, 30.0)
+for i in range(int(sys.argv[2])):  # 2,000/s: acks keep up, the writer overwrites nothing
+    publisher.publish(ExecutionResult(skill_id="manipulation.grasp", target_class="cup"))
+    if i % 200 == 199:
+        time.sleep(0.1)
+print(publisher.wait_for_all_acked(Duration(seconds=30)), flush=True)
+"""
+
+
+def test_a_reader_that_falls_behind_loses_nothing_within_its_bound(namespace):
+    """A burst the logger cannot take at once waits in its reader's history (the node
+    processes' Fast DDS profile), not in the publishers': with Fast DDS's default bound,
+    the publisher's KEEP_LAST history overwrote the results past it. Both in processes
+    of their own, as a skill and the logger are."""
+    topic = "/" + "/".join(filter(None, (namespace.strip("/"), "held_results")))
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
+    publisher = subprocess.Popen([sys.executable, "-c", BURST_PUBLISHER, topic, str(HELD)],
+                                 **pipes)
+    reader = None
+    try:
+        assert publisher.stdout.readline().strip() == "ready"  # the writer exists
+        reader = subprocess.Popen([sys.executable,
+                                   str(Path(__file__).with_name("held_reader.py")),
+                                   topic, str(HELD)], **pipes)
+        assert reader.stdout.readline().strip() == "ready"  # ... and the reader matched it
+        publisher.stdin.write("go\n")
+        publisher.stdin.flush()
+        assert publisher.stdout.readline().strip() == "True"  # every result acknowledged
+        reader.stdin.write("go\n")
+        reader.stdin.flush()
+        seen = json.loads(reader.stdout.readline())
+    finally:
+        for process in (publisher, reader):
+            if process is not None:
+                process.kill()
+                process.wait()
+    assert seen == {"received": HELD, "lost": 0}

@@ -10,3 +10,4 @@ PRIVACY_REJECTION = "privacy_rejection"  # a refused result: field and category,
 OVERRIDE = "override"  # a human correction: operator fact, invalidate, freeze, reset
 IMPORT = "import"  # a rosbag2 import: the bag's content hash, selection and counts
 SCHEMA_MIGRATION = "schema_migration"  # the store's schema was upgraded (columns added)
+COMPACTION = "compaction"  # a range archived to a segment file and removed from the store

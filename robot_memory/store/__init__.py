@@ -6,19 +6,24 @@ Open a store with `MemoryStore(url)` (opening.py: engine, schema, triggers, migr
 reach one identity's rows through its `Partition` (partition.py), whose methods come from
 log.py (appends, the hash chain, event reads), aggregates.py (`result_aggregates`) and
 semantic.py (facts, consolidation states, `commit_pass`). chain_check.py re-hashes a
-chain; integrity.py decides whether a whole store can be trusted (`check_store`).
+chain; compacted.py reads what compactions removed (and removes it, for
+robot_memory/compaction.py); integrity.py decides whether a whole store can be trusted
+(`check_store`).
 """
 
 from robot_memory.store.aggregates import ResultAggregates, ValueBatch
-from robot_memory.store.chain_check import ChainReport, boot_check, verify_chain
+from robot_memory.store.chain_check import ChainReport, boot_check, stored_digest, verify_chain
+from robot_memory.store.compacted import Compaction, compactions, kept_digest, remove_range
 from robot_memory.store.integrity import (StoreVerdict, check_store, file_problem,
                                           sqlite_integrity_problem)
 from robot_memory.store.log import NewEvent, StoredEvent, event_digest
 from robot_memory.store.opening import MemoryStore, MigrationReport, StoreError
 from robot_memory.store.partition import Partition
+from robot_memory.store.schema import GENESIS_HASH
 from robot_memory.store.semantic import ConcurrentPass, FactRow, FactWrite
 
-__all__ = ["ChainReport", "ConcurrentPass", "FactRow", "FactWrite", "MemoryStore",
+__all__ = ["GENESIS_HASH", "ChainReport", "Compaction", "ConcurrentPass", "FactRow", "FactWrite", "MemoryStore",
            "MigrationReport", "NewEvent", "Partition", "ResultAggregates", "StoreError",
            "StoreVerdict", "StoredEvent", "ValueBatch", "boot_check", "check_store",
-           "event_digest", "file_problem", "sqlite_integrity_problem", "verify_chain"]
+           "compactions", "event_digest", "file_problem", "kept_digest", "remove_range",
+           "sqlite_integrity_problem", "stored_digest", "verify_chain"]

@@ -1,8 +1,10 @@
 """Re-hashing one identity's chain: is every event present, in order, and unedited?
 
-`verify_chain` re-hashes the whole chain from genesis (the deep check). `boot_check` is
-the fast one, for a boot: the chain's structure, every event after the last verified
-checkpoint, and a rotating sample of the older ones. Both name the first problem: what,
+`verify_chain` re-hashes the whole live chain (the deep check): from genesis, or from the
+newest compaction's cut, the events before it that stayed live checked against their
+compaction (store/compacted.py). `boot_check` is the fast one, for a boot: the chain's
+structure, every event after the last verified checkpoint, and a rotating sample of the
+older ones since the cut. Both name the first problem: what,
 which table, which event (id and chain position). Neither repairs anything. What else a
 store must pass to be trusted, and the checks of every chain at once: store/integrity.py.
 """
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, func, insert, select
 
+from robot_memory.store.compacted import Compaction, compactions, kept_digest, removed_total
 from robot_memory.store.partition import Partition
 from robot_memory.store.schema import GENESIS_HASH, chain_heads, events, verified_checkpoints
 
@@ -94,34 +97,92 @@ def _head_and_count(partition: Partition, conn: Connection) -> tuple[int, str, i
     return head_seq, head_hash, count, max_seq or 0
 
 
-def _structure_problem(partition: Partition, conn: Connection) -> ChainReport | None:
-    """Every position 1..head present exactly once, and nothing past the head."""
+def _structure_problem(partition: Partition, conn: Connection,
+                       found: list[Compaction]) -> ChainReport | None:
+    """Every position 1..head present exactly once but those compactions removed, and
+    nothing past the head."""
     head_seq, head_hash, count, max_seq = _head_and_count(partition, conn)
     ident = partition.identity_hash
     if max_seq > head_seq:
         return ChainReport(ident, False, 0, head_seq + 1, None,
                            f"events past the chain head ({max_seq} > {head_seq}): written "
                            "around the store", table="chain_heads")
-    if count != head_seq:
+    expected = head_seq - removed_total(found)
+    if count != expected:
+        says = (f"{head_seq} events, {head_seq - expected} of them removed by "
+                f"compactions, so {expected} live," if found else f"{head_seq} events")
         return ChainReport(ident, False, 0, None, None,
-                           f"chain head says {head_seq} events but {count} are present "
-                           "(deleted rows or truncated log)", table="events")
+                           f"chain head says {says} but {count} are present (deleted rows "
+                           "or truncated log)", table="events")
     if head_seq:
         last = conn.execute(select(events.c.id, events.c.event_hash).where(
             events.c.identity_hash == ident, events.c.seq == head_seq)).first()
-        if last.event_hash != head_hash:
-            return ChainReport(ident, False, 0, head_seq, last.id,
+        if last is None or last.event_hash != head_hash:
+            return ChainReport(ident, False, 0, head_seq, last.id if last else None,
                                "the newest event's hash differs from the chain head",
                                table="events")
     return None
 
 
+def _compaction_problem(partition: Partition, conn: Connection,
+                        found: list[Compaction]) -> ChainReport | None:
+    """Each compaction continues the previous one, lies before its own event, and left
+    live exactly the events it digested, each unedited; the first live event after the
+    newest cut links to the cut's hash (checked by the re-hash that starts there)."""
+    ident, prev_until, prev_hash = partition.identity_hash, 0, GENESIS_HASH
+    for c in found:
+        where = f"compaction event at seq {c.seq} (events.id {c.event_id})"
+        if (c.from_seq != prev_until + 1 or c.until_seq < c.from_seq or c.until_seq >= c.seq
+                or c.prev_hash != prev_hash
+                or c.removed + c.kept != c.until_seq - c.from_seq + 1):
+            return ChainReport(ident, False, 0, c.seq, c.event_id,
+                               f"{where} claims a range that does not fit the chain "
+                               f"({c.from_seq}..{c.until_seq} after {prev_until}; removed "
+                               f"{c.removed} + kept {c.kept}): forged or damaged")
+        kept = conn.execute(select(*_COLUMNS).where(
+            events.c.identity_hash == ident, events.c.seq >= c.from_seq,
+            events.c.seq <= c.until_seq).order_by(events.c.seq)).all()
+        for event_id, seq, kind, stamp_ns, payload_json, prev, event_hash in kept:
+            if stored_digest(prev, ident, seq, kind, stamp_ns, payload_json) != event_hash:
+                return ChainReport(ident, False, 0, seq, event_id,
+                                   "event_hash does not match its content (edited event)")
+        if len(kept) != c.kept or kept_digest((row.seq, row.event_hash) for row in kept) \
+                != c.kept_digest:
+            return ChainReport(ident, False, 0, c.from_seq, None,
+                               f"the events {where} left live are not those it recorded "
+                               f"({len(kept)} present, {c.kept} recorded): deleted, "
+                               "replaced or inserted after the compaction")
+        prev_until, prev_hash = c.until_seq, c.cut_hash
+    return None
+
+
+def _anchor(found: list[Compaction]) -> tuple[int, str]:
+    """Where the live chain's re-hash starts: after the newest cut, from its hash."""
+    return (found[-1].until_seq, found[-1].cut_hash) if found else (0, GENESIS_HASH)
+
+
+def _compactions_or_problem(partition: Partition, conn: Connection
+                            ) -> tuple[list[Compaction], ChainReport | None]:
+    try:
+        return compactions(partition.identity_hash, conn), None
+    except ValueError as exc:
+        return [], ChainReport(partition.identity_hash, False, 0, None, None, str(exc))
+
+
 def verify_chain(partition: Partition) -> ChainReport:
-    """The whole chain from genesis, every event re-hashed (the deep check)."""
+    """The whole live chain, every event re-hashed (the deep check): from genesis, or from
+    the newest compaction's cut (verify the archived part with compaction.verify_archives)."""
     with partition.store.read() as conn:
-        problem = _structure_problem(partition, conn)
+        found, unreadable = _compactions_or_problem(partition, conn)
+        if unreadable is not None:
+            return unreadable
+        problem = _structure_problem(partition, conn, found)
         head_seq = _head_and_count(partition, conn)[0]
-        checked, broken = _rehash(partition, conn, 0, head_seq, GENESIS_HASH)
+        after_seq, after_hash = _anchor(found)
+        # A compaction that does not fit the chain explains what follows from it.
+        checked, broken = 0, _compaction_problem(partition, conn, found)
+        if broken is None:
+            checked, broken = _rehash(partition, conn, after_seq, head_seq, after_hash)
     # A broken link names the exact event; prefer it to the coarser count mismatch.
     if broken is not None:
         return broken
@@ -137,14 +198,16 @@ def boot_check(partition: Partition, sample: int = BOOT_SAMPLE_EVENTS,
     the checkpoint to the head."""
     ident = partition.identity_hash
     with partition.store.read() as conn:
-        problem = _structure_problem(partition, conn)
+        found, problem = _compactions_or_problem(partition, conn)
+        problem = problem or _structure_problem(partition, conn, found)
         if problem is not None:
             return problem
         head_seq = _head_and_count(partition, conn)[0]
         mark = conn.execute(select(verified_checkpoints).where(
             verified_checkpoints.c.identity_hash == ident)).first()
-        from_seq, from_hash, sample_from = 0, GENESIS_HASH, 1
-        if mark is not None and mark.seq <= head_seq:
+        from_seq, from_hash = _anchor(found)
+        sample_from = first_live = from_seq + 1
+        if mark is not None and from_seq < mark.seq <= head_seq:
             row = conn.execute(select(events.c.id, events.c.event_hash).where(
                 events.c.identity_hash == ident, events.c.seq == mark.seq)).first()
             if row is None or row.id != mark.event_id or row.event_hash != mark.event_hash:
@@ -155,22 +218,25 @@ def boot_check(partition: Partition, sample: int = BOOT_SAMPLE_EVENTS,
         checked, broken = _rehash(partition, conn, from_seq, head_seq, from_hash)
         if broken is not None:
             return broken
+        broken = _compaction_problem(partition, conn, found)
+        if broken is not None:
+            return broken
         sampled, sample_end = 0, from_seq
-        if from_seq and sample:
-            start = sample_from if sample_from <= from_seq else 1
+        if from_seq >= first_live and sample:
+            start = sample_from if first_live <= sample_from <= from_seq else first_live
             sample_end = min(from_seq, start + sample - 1)
             sampled, broken = _rehash(partition, conn, start - 1, sample_end, None)
             if broken is not None:
                 return broken
-            # The sample's first link is checked against the event before it.
-            if start > 1:
-                before = conn.execute(select(events.c.event_hash).where(
-                    events.c.identity_hash == ident, events.c.seq == start - 1)).scalar()
-                first = conn.execute(select(events.c.id, events.c.prev_hash).where(
-                    events.c.identity_hash == ident, events.c.seq == start)).first()
-                if before != first.prev_hash:
-                    return ChainReport(ident, False, sampled, start, first.id,
-                                       "prev_hash does not match the previous event's hash")
+            # The sample's first link is checked against the event before it (or the cut).
+            before = _anchor(found)[1] if start == first_live else conn.execute(
+                select(events.c.event_hash).where(events.c.identity_hash == ident,
+                                                  events.c.seq == start - 1)).scalar()
+            first = conn.execute(select(events.c.id, events.c.prev_hash).where(
+                events.c.identity_hash == ident, events.c.seq == start)).first()
+            if before != first.prev_hash:
+                return ChainReport(ident, False, sampled, start, first.id,
+                                   "prev_hash does not match the previous event's hash")
         head_row = conn.execute(select(events.c.id, events.c.event_hash).where(
             events.c.identity_hash == ident, events.c.seq == head_seq)).first()
     if record and head_row is not None:

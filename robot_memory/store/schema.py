@@ -23,6 +23,16 @@ store_info = Table(
     Column("value", Text, nullable=False),
 )
 
+# Chain ranges whose rows a compaction is removing, in the transaction that removes them
+# (store/compacted.py): the append-only triggers let a DELETE of events through only in
+# such a range, and the compaction deletes its permit before it commits.
+compaction_permits = Table(
+    "compaction_permits", metadata,
+    Column("identity_hash", String(64), primary_key=True),
+    Column("from_seq", BigInteger, nullable=False),
+    Column("until_seq", BigInteger, nullable=False),
+)
+
 # The append-only episodic log, one hash chain per identity.
 events = Table(
     "events", metadata,

@@ -27,7 +27,7 @@ def raw_edit(db_url, *statements):
     (MemoryStore puts them back on the next open)."""
     conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
     conn.execute("DROP TRIGGER IF EXISTS events_refuse_update")
-    conn.execute("DROP TRIGGER IF EXISTS events_refuse_delete")
+    conn.execute("DROP TRIGGER IF EXISTS events_refuse_delete_unpermitted")
     for statement in statements:
         conn.execute(statement)
     conn.commit()

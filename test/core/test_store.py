@@ -37,7 +37,7 @@ def _bypassing_guards(db_url):
     broken tool would have to edit the log (MemoryStore recreates them on open)."""
     conn = _raw(db_url)
     conn.execute("DROP TRIGGER IF EXISTS events_refuse_update")
-    conn.execute("DROP TRIGGER IF EXISTS events_refuse_delete")
+    conn.execute("DROP TRIGGER IF EXISTS events_refuse_delete_unpermitted")
     return conn
 
 

@@ -1,0 +1,290 @@
+"""Compaction: a closed, consolidated range of one identity's chain moves from the live
+store into a sealed segment file, so the live store stays bounded for the robot's life.
+
+Safe because a consolidation pass is invariant to how the events are cut into passes:
+the facts of (the states at the cut + the events after it) are the facts of the whole
+history. So only events the consolidator has already folded are compacted (at most its
+checkpoint's `last_seq`), and the states stay live.
+
+What never leaves the live store (`stays_live`):
+- every event that is not a result, a consultation audit, a privacy refusal or an older
+  consolidation run: overrides (the pass re-reads them), conflicts, identity checks,
+  imports, migrations, earlier compactions;
+- results that failed for a safety-relevant reason (RulesConfig.safety_failure_reasons):
+  catastrophic outcomes persist.
+
+Order of work, each step safe to interrupt: the segment is written and synced under its
+final name; then one transaction appends the `compaction` event and removes the range
+(store/compacted.py). A crash before the commit leaves the store as it was (and a segment
+no event names, which the next compaction of that range overwrites); after it, the new
+state. A full disk fails the first step, before the store is touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import select
+
+from robot_memory.canonical import plain_json_loads
+from robot_memory.consolidation.checkpoint import read_checkpoint
+from robot_memory.consolidation.rules.base import RulesConfig
+from robot_memory.event_kinds import (COMPACTION, CONSOLIDATION_RUN, EXECUTION_RESULT,
+                                      FACT_CONSULTATION, PRIVACY_REJECTION)
+from robot_memory.segments import (SegmentError, SegmentRow, file_sha256, read_segment,
+                                   segment_name, write_segment)
+from robot_memory.store import (GENESIS_HASH, Compaction, NewEvent, Partition, compactions,
+                                kept_digest, remove_range, stored_digest)
+from robot_memory.store.schema import events
+
+COMPACTABLE_KINDS = frozenset({EXECUTION_RESULT, FACT_CONSULTATION, PRIVACY_REJECTION,
+                               CONSOLIDATION_RUN})
+READ_BATCH = 5000
+
+
+class CompactionError(Exception):
+    """A compaction that could not be done; the live store is as it was."""
+
+
+@dataclass
+class CompactionReport:
+    identity_hash: str
+    compaction: Compaction | None = None  # None: nothing to compact
+    segment_path: Path | None = None
+    seconds: float = 0.0
+    why_nothing: str = ""
+
+    def describe(self) -> str:
+        c = self.compaction
+        if c is None:
+            return f"identity {self.identity_hash[:12]}: nothing compacted ({self.why_nothing})"
+        return (f"identity {self.identity_hash[:12]}: compacted seq {c.from_seq}..{c.until_seq} "
+                f"into {self.segment_path} ({c.removed} events removed from the live store, "
+                f"{c.kept} kept live; compaction event seq {c.seq}) in {self.seconds:.2f} s")
+
+
+def stays_live(kind: str, payload_json: str, safety_reasons: frozenset[str]) -> bool:
+    if kind not in COMPACTABLE_KINDS:
+        return True
+    if kind != EXECUTION_RESULT:
+        return False
+    payload = plain_json_loads(payload_json)
+    return isinstance(payload, dict) and payload.get("success") is False and \
+        (payload.get("failure_reason") or "unspecified") in safety_reasons
+
+
+def compactable_until(partition: Partition) -> int:
+    """The newest chain position a compaction may reach: what consolidation has folded."""
+    with partition.store.read() as conn:
+        return read_checkpoint(partition, conn).done_seq
+
+
+def seq_before(partition: Partition, *, event_id: int | None = None,
+               stamp_ns: int | None = None) -> int:
+    """The chain position just before an event id, or before the first event stamped at
+    or after `stamp_ns` (the last position, when none is)."""
+    ident = partition.identity_hash
+    with partition.store.read() as conn:
+        if event_id is not None:
+            seq = conn.execute(select(events.c.seq).where(
+                events.c.identity_hash == ident, events.c.id >= event_id)
+                .order_by(events.c.id).limit(1)).scalar()
+        else:
+            seq = conn.execute(select(events.c.seq).where(
+                events.c.identity_hash == ident, events.c.stamp_ns >= stamp_ns)
+                .order_by(events.c.seq).limit(1)).scalar()
+        if seq is None:
+            return partition.head(conn)[0]
+    return seq - 1
+
+
+def compact(partition: Partition, until_seq: int, archive_dir: Path, *,
+            stamp_ns: int | None = None,
+            safety_reasons: frozenset[str] = frozenset(RulesConfig().safety_failure_reasons)
+            ) -> CompactionReport:
+    """Compact the identity's chain from the end of the last compaction up to `until_seq`
+    (lowered to what consolidation has folded) into a segment in `archive_dir`."""
+    started = time.monotonic()
+    report = CompactionReport(partition.identity_hash)
+    ident = partition.identity_hash
+    with partition.store.read() as conn:
+        found = compactions(ident, conn)
+        done = read_checkpoint(partition, conn).done_seq
+        from_seq = found[-1].until_seq + 1 if found else 1
+        prev_hash = found[-1].cut_hash if found else GENESIS_HASH
+        until_seq = min(until_seq, done)
+        if until_seq < from_seq:
+            report.why_nothing = (f"nothing consolidated past seq {from_seq - 1} before the "
+                                  f"limit (consolidated up to {done})")
+            return report
+        states = hashlib.sha256()
+        for kind, key, state_json in partition.all_consolidation_states(conn):
+            states.update(f"{kind}\x1f{key}\x1f{state_json}\n".encode("utf-8"))
+        scan = _RangeScan(partition, conn, from_seq, until_seq, safety_reasons)
+        name = segment_name(ident, from_seq, until_seq)
+        path = archive_dir / name
+        header = {"identity_hash": ident, "from_seq": from_seq, "until_seq": until_seq,
+                  "prev_hash": prev_hash}
+        try:
+            sha = write_segment(path, header, scan.rows(), lambda: {"cut_hash": scan.cut_hash})
+        except SegmentError as exc:
+            raise CompactionError(f"{exc}; the live store is untouched") from None
+    if scan.count != until_seq - from_seq + 1:
+        path.unlink(missing_ok=True)
+        raise CompactionError(f"seq {from_seq}..{until_seq}: {scan.count} events present "
+                              "in the live store; verify the store first")
+    claims = Compaction(0, 0, from_seq, until_seq, prev_hash, scan.cut_hash,
+                        scan.first_id, scan.last_id, len(scan.removed_ids), len(scan.kept),
+                        kept_digest(scan.kept), name, sha, states.hexdigest())
+    with partition.store.write() as conn:
+        latest = compactions(ident, conn)
+        if (latest[-1].until_seq if latest else 0) != from_seq - 1:
+            raise CompactionError("another compaction of this identity ran meanwhile")
+        event = partition.append_in(conn, [NewEvent(
+            COMPACTION, claims.payload(), stamp_ns if stamp_ns is not None else time.time_ns())])[0]
+        remove_range(conn, ident, from_seq, until_seq, scan.removed_ids,
+                     partition.store.rollup.block)
+    report.compaction = Compaction.of_payload(event.seq, event.id, claims.payload())
+    report.segment_path = path
+    report.seconds = time.monotonic() - started
+    return report
+
+
+@dataclass
+class _RangeScan:
+    """The range's live rows, read once in chain order while the segment is written."""
+
+    partition: Partition
+    conn: object
+    from_seq: int
+    until_seq: int
+    safety_reasons: frozenset[str]
+    count: int = 0
+    first_id: int = 0
+    last_id: int = 0
+    cut_hash: str = ""
+    removed_ids: list[int] = field(default_factory=list)
+    kept: list[tuple[int, str]] = field(default_factory=list)
+
+    def rows(self) -> Iterator[SegmentRow]:
+        ident, cursor = self.partition.identity_hash, self.from_seq - 1
+        while True:
+            batch = self.conn.execute(select(
+                events.c.id, events.c.seq, events.c.kind, events.c.stamp_ns,
+                events.c.prev_hash, events.c.event_hash, events.c.payload_json).where(
+                events.c.identity_hash == ident, events.c.seq > cursor,
+                events.c.seq <= self.until_seq).order_by(events.c.seq)
+                .limit(READ_BATCH)).all()
+            for row in batch:
+                event = SegmentRow(*row)
+                self.count += 1
+                self.first_id = self.first_id or event.id
+                self.last_id, self.cut_hash = event.id, event.event_hash
+                if stays_live(event.kind, event.payload_json, self.safety_reasons):
+                    self.kept.append((event.seq, event.event_hash))
+                else:
+                    self.removed_ids.append(event.id)
+                yield event
+            if len(batch) < READ_BATCH:
+                return
+            cursor = batch[-1][1]
+
+
+@dataclass
+class ArchiveReport:
+    identity_hash: str
+    ok: bool
+    segments: int = 0
+    events_checked: int = 0
+    problem: str = ""
+
+    def describe(self) -> str:
+        if self.ok:
+            return (f"identity {self.identity_hash[:12]}: {self.segments} archive segment(s) "
+                    f"intact ({self.events_checked} events re-hashed)")
+        return f"identity {self.identity_hash[:12]}: archives: {self.problem}"
+
+
+def verify_archives(partition: Partition, archive_dir: Path,
+                    from_oldest_present: bool = False) -> ArchiveReport:
+    """Re-hash the history the compactions removed, segment by segment, against what
+    each compaction event recorded. from_oldest_present: segments removed on purpose
+    (forget_segments) are skipped, the check starting at the oldest one still there."""
+    ident = partition.identity_hash
+    with partition.store.read() as conn:
+        found = compactions(ident, conn)
+        live_kept = {}
+        for c in found:
+            for seq, event_hash in conn.execute(select(events.c.seq, events.c.event_hash).where(
+                    events.c.identity_hash == ident, events.c.seq >= c.from_seq,
+                    events.c.seq <= c.until_seq)).all():
+                live_kept[seq] = event_hash
+    report = ArchiveReport(ident, True)
+    started = False
+    for c in found:
+        path = archive_dir / c.segment
+        where = f"segment {c.segment} (seq {c.from_seq}..{c.until_seq}, compaction event " \
+                f"seq {c.seq})"
+        if not path.exists():
+            if from_oldest_present and not started:
+                continue
+            return _bad(report, f"{where} is missing from {archive_dir}")
+        started = True
+        if file_sha256(path) != c.segment_sha256:
+            return _bad(report, f"{where}: its SHA-256 differs from the one the compaction "
+                                "recorded (edited, truncated, reordered or another file)")
+        problem = _rehash_segment(path, c, ident, live_kept, report)
+        if problem:
+            return _bad(report, f"{where}: {problem}")
+        report.segments += 1
+    return report
+
+
+def _rehash_segment(path: Path, c: Compaction, ident: str, live_kept: dict,
+                    report: ArchiveReport) -> str:
+    try:
+        header, rows, trailer = read_segment(path)
+        if (header.get("identity_hash"), header.get("from_seq"), header.get("until_seq")) != \
+                (ident, c.from_seq, c.until_seq):
+            return "its header names another identity or range"
+        prev, expected = c.prev_hash, c.from_seq
+        for row in rows:
+            if row.seq != expected:
+                return f"seq {expected} missing (next is {row.seq})"
+            if row.prev_hash != prev:
+                return f"seq {row.seq}: prev_hash does not link to the event before it"
+            if stored_digest(row.prev_hash, ident, row.seq, row.kind, row.stamp_ns,
+                             row.payload_json) != row.event_hash:
+                return f"seq {row.seq} (events.id {row.id}): event_hash does not match its content"
+            if row.seq in live_kept and live_kept[row.seq] != row.event_hash:
+                return f"seq {row.seq}: differs from the copy kept live"
+            prev, expected = row.event_hash, expected + 1
+            report.events_checked += 1
+    except SegmentError as exc:
+        return str(exc)
+    if expected != c.until_seq + 1 or prev != c.cut_hash:
+        return f"ends at seq {expected - 1} with a hash other than the cut's"
+    return ""
+
+
+def _bad(report: ArchiveReport, problem: str) -> ArchiveReport:
+    report.ok, report.problem = False, problem
+    return report
+
+
+def segment_holding(partition: Partition, event_id: int) -> Compaction | None:
+    """The compaction whose segment holds this (removed) event, if any."""
+    with partition.store.read() as conn:
+        for c in compactions(partition.identity_hash, conn):
+            if c.first_event_id <= event_id <= c.last_event_id:
+                return c
+    return None
+
+
+__all__ = ["COMPACTABLE_KINDS", "ArchiveReport", "CompactionError", "CompactionReport",
+           "compact", "compactable_until", "segment_holding", "seq_before", "stays_live",
+           "verify_archives"]

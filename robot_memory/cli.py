@@ -314,9 +314,55 @@ def cmd_verify(args) -> int:
     ok = verdict.ok
     if args.witness:
         ok = _verify_witness(args, identity) and ok
+    if args.archives:
+        ok = _verify_archives(args, identity) and ok
     print(("store verified" if ok else "STORE CORRUPTED") +
           (" (full check)" if args.full else " (boot check; --full re-hashes every event)"))
     return 0 if ok else 1
+
+
+def _archive_dir(args) -> Path:
+    from robot_memory.compaction import default_archive_dir
+    return Path(args.archive_dir) if args.archive_dir else default_archive_dir(args.db)
+
+
+def _verify_archives(args, identity: str | None) -> bool:
+    """Every segment the compactions wrote re-hashes to what they recorded."""
+    from robot_memory.compaction import verify_archives
+    from robot_memory.store import MemoryStore
+    store = MemoryStore(args.db)
+    try:
+        ok = True
+        for ident in [identity] if identity else store.identities():
+            report = verify_archives(store.partition(ident), Path(args.archives))
+            print(report.describe())
+            ok = ok and report.ok
+    finally:
+        store.close()
+    return ok
+
+
+def cmd_compact(args) -> int:
+    from robot_memory.compaction import compact, seq_before
+    partition = _partition(args)
+    if args.before is not None:
+        until = seq_before(partition, event_id=args.before)
+    elif args.before_time is not None:
+        until = seq_before(partition, stamp_ns=_time_ns(args.before_time, "--before-time"))
+    else:
+        until = partition.head()[0]
+    report = compact(partition, until, _archive_dir(args))
+    print(report.describe())
+    return 0
+
+
+def cmd_forget_segment(args) -> int:
+    from robot_memory.compaction import forget_segment
+    partition = _partition(args)
+    c = forget_segment(partition, _archive_dir(args), args.segment, args.operator, args.reason)
+    print(f"forgot segment {args.segment} (seq {c.from_seq}..{c.until_seq}); logged as a "
+          "segment_forgotten event")
+    return 0
 
 
 def _verify_witness(args, identity: str | None) -> bool:
@@ -649,7 +695,31 @@ def build_parser() -> argparse.ArgumentParser:
                    help="witness file of signed checkpoints: the chain must extend the newest")
     p.add_argument("--public-key", metavar="KEY",
                    help="public key the checkpoints are signed with")
+    p.add_argument("--archives", metavar="DIR",
+                   help="also re-hash the history compactions moved to the segments in DIR")
     p.set_defaults(func=cmd_verify)
+
+    p = with_store(verbs.add_parser(
+        "compact", help="move consolidated history into a sealed archive segment; the live "
+                        "store keeps a compaction event naming it"))
+    before = p.add_mutually_exclusive_group()
+    before.add_argument("--before", type=int, metavar="EVENT_ID",
+                        help="compact the events before this event id (default: all that "
+                             "consolidation has folded)")
+    before.add_argument("--before-time", metavar="T",
+                        help="compact the events before event time T (seconds or ISO 8601)")
+    p.add_argument("--archive-dir", metavar="DIR",
+                   help="where segments go (default: beside a SQLite database, DB.segments)")
+    p.set_defaults(func=cmd_compact)
+
+    p = with_store(verbs.add_parser(
+        "forget-segment", help="delete an archive segment on purpose, logged as an event "
+                               "(verify --archives then skips it)"))
+    p.add_argument("segment", metavar="NAME", help="the segment's file name")
+    p.add_argument("--operator", required=True)
+    p.add_argument("--reason", required=True)
+    p.add_argument("--archive-dir", metavar="DIR")
+    p.set_defaults(func=cmd_forget_segment)
 
     p = verbs.add_parser("keygen", help="create an Ed25519 key pair for signed checkpoints")
     p.add_argument("--out", required=True, metavar="PREFIX",

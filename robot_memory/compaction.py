@@ -8,8 +8,9 @@ checkpoint's `last_seq`), and the states stay live.
 
 What never leaves the live store (`stays_live`):
 - every event that is not a result, a consultation audit, a privacy refusal or an older
-  consolidation run: overrides (the pass re-reads them), conflicts, identity checks,
-  imports, migrations, earlier compactions;
+  consolidation run: overrides (the pass re-reads them, and they name the facts a human
+  corrected), conflicts (what a contested fact points at), identity checks, imports,
+  migrations, earlier compactions and forgotten segments;
 - results that failed for a safety-relevant reason (RulesConfig.safety_failure_reasons):
   catastrophic outcomes persist.
 
@@ -23,6 +24,7 @@ state. A full disk fails the first step, before the store is touched.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,7 +36,7 @@ from robot_memory.canonical import plain_json_loads
 from robot_memory.consolidation.checkpoint import read_checkpoint
 from robot_memory.consolidation.rules.base import RulesConfig
 from robot_memory.event_kinds import (COMPACTION, CONSOLIDATION_RUN, EXECUTION_RESULT,
-                                      FACT_CONSULTATION, PRIVACY_REJECTION)
+                                      FACT_CONSULTATION, PRIVACY_REJECTION, SEGMENT_FORGOTTEN)
 from robot_memory.segments import (SegmentError, SegmentRow, file_sha256, read_segment,
                                    segment_name, write_segment)
 from robot_memory.store import (GENESIS_HASH, Compaction, NewEvent, Partition, compactions,
@@ -65,6 +67,15 @@ class CompactionReport:
         return (f"identity {self.identity_hash[:12]}: compacted seq {c.from_seq}..{c.until_seq} "
                 f"into {self.segment_path} ({c.removed} events removed from the live store, "
                 f"{c.kept} kept live; compaction event seq {c.seq}) in {self.seconds:.2f} s")
+
+
+def default_archive_dir(url: str) -> Path:
+    """Segments go beside a SQLite database (`memory.db` -> `memory.db.segments/`); a
+    server database has no side, so the ROS home directory holds them."""
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        db = Path(url.removeprefix("sqlite:///"))
+        return db.parent / (db.name + ".segments")
+    return Path(os.environ.get("ROS_HOME", Path.home() / ".ros")) / "robot_memory_segments"
 
 
 def stays_live(kind: str, payload_json: str, safety_reasons: frozenset[str]) -> bool:
@@ -200,23 +211,26 @@ class ArchiveReport:
     ok: bool
     segments: int = 0
     events_checked: int = 0
+    forgotten: int = 0  # segments deleted on purpose (forget_segment), not checked
     problem: str = ""
 
     def describe(self) -> str:
         if self.ok:
+            forgotten = f"; {self.forgotten} forgotten on purpose" if self.forgotten else ""
             return (f"identity {self.identity_hash[:12]}: {self.segments} archive segment(s) "
-                    f"intact ({self.events_checked} events re-hashed)")
+                    f"intact ({self.events_checked} events re-hashed{forgotten})")
         return f"identity {self.identity_hash[:12]}: archives: {self.problem}"
 
 
-def verify_archives(partition: Partition, archive_dir: Path,
-                    from_oldest_present: bool = False) -> ArchiveReport:
+def verify_archives(partition: Partition, archive_dir: Path) -> ArchiveReport:
     """Re-hash the history the compactions removed, segment by segment, against what
-    each compaction event recorded. from_oldest_present: segments removed on purpose
-    (forget_segments) are skipped, the check starting at the oldest one still there."""
+    each compaction event recorded. A segment deleted on purpose (forget_segment, logged)
+    is skipped; any other that is missing is a problem."""
     ident = partition.identity_hash
     with partition.store.read() as conn:
         found = compactions(ident, conn)
+        forgotten = {e.payload.get("segment") for e in partition.events(
+            kinds=[SEGMENT_FORGOTTEN], conn=conn)}
         live_kept = {}
         for c in found:
             for seq, event_hash in conn.execute(select(events.c.seq, events.c.event_hash).where(
@@ -224,16 +238,15 @@ def verify_archives(partition: Partition, archive_dir: Path,
                     events.c.seq <= c.until_seq)).all():
                 live_kept[seq] = event_hash
     report = ArchiveReport(ident, True)
-    started = False
     for c in found:
         path = archive_dir / c.segment
         where = f"segment {c.segment} (seq {c.from_seq}..{c.until_seq}, compaction event " \
                 f"seq {c.seq})"
+        if c.segment in forgotten:
+            report.forgotten += 1
+            continue
         if not path.exists():
-            if from_oldest_present and not started:
-                continue
             return _bad(report, f"{where} is missing from {archive_dir}")
-        started = True
         if file_sha256(path) != c.segment_sha256:
             return _bad(report, f"{where}: its SHA-256 differs from the one the compaction "
                                 "recorded (edited, truncated, reordered or another file)")
@@ -242,6 +255,25 @@ def verify_archives(partition: Partition, archive_dir: Path,
             return _bad(report, f"{where}: {problem}")
         report.segments += 1
     return report
+
+
+def forget_segment(partition: Partition, archive_dir: Path, segment: str, operator: str,
+                   reason: str, stamp_ns: int | None = None) -> Compaction:
+    """The robot's own forgetting, on purpose and on the record: log a segment_forgotten
+    event naming the segment and its hash, then delete the file. Facts do not change
+    (they never read segments); the history before it can no longer be re-hashed."""
+    with partition.store.read() as conn:
+        named = [c for c in compactions(partition.identity_hash, conn) if c.segment == segment]
+    if not named:
+        raise CompactionError(f"no compaction of identity {partition.identity_hash[:12]} "
+                              f"wrote a segment named {segment}")
+    c = named[0]
+    partition.append(SEGMENT_FORGOTTEN, {"segment": segment, "segment_sha256": c.segment_sha256,
+                                         "from_seq": c.from_seq, "until_seq": c.until_seq,
+                                         "operator": operator, "reason": reason},
+                     stamp_ns if stamp_ns is not None else time.time_ns())
+    (archive_dir / segment).unlink(missing_ok=True)
+    return c
 
 
 def _rehash_segment(path: Path, c: Compaction, ident: str, live_kept: dict,
@@ -286,5 +318,5 @@ def segment_holding(partition: Partition, event_id: int) -> Compaction | None:
 
 
 __all__ = ["COMPACTABLE_KINDS", "ArchiveReport", "CompactionError", "CompactionReport",
-           "compact", "compactable_until", "segment_holding", "seq_before", "stays_live",
-           "verify_archives"]
+           "compact", "compactable_until", "default_archive_dir", "forget_segment", "segment_holding", "seq_before",
+           "stays_live", "verify_archives"]

@@ -11,3 +11,4 @@ OVERRIDE = "override"  # a human correction: operator fact, invalidate, freeze, 
 IMPORT = "import"  # a rosbag2 import: the bag's content hash, selection and counts
 SCHEMA_MIGRATION = "schema_migration"  # the store's schema was upgraded (columns added)
 COMPACTION = "compaction"  # a range archived to a segment file and removed from the store
+SEGMENT_FORGOTTEN = "segment_forgotten"  # an archive segment deleted on purpose (forgetting)

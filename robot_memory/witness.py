@@ -26,7 +26,7 @@ from sqlalchemy import select
 
 from robot_memory.canonical import canonical_json, sha256_hex
 from robot_memory.errors import InputError, StoreIntegrityError
-from robot_memory.store import Partition
+from robot_memory.store import Partition, compactions
 from robot_memory.store.schema import events
 
 # Signed bytes start with this, so a checkpoint signature can never be replayed as
@@ -251,6 +251,14 @@ def check_against_witness(partition: Partition, checkpoints: list[SignedCheckpoi
         stored = dict(conn.execute(select(events.c.seq, events.c.event_hash).where(
             events.c.identity_hash == partition.identity_hash,
             events.c.seq.in_(signed_seqs))).all())
+        compacted = compactions(partition.identity_hash, conn)
+    # A signed position a compaction removed: its cut's hash is in the compaction event
+    # (which later checkpoints sign); any other is checked in its segment (verify
+    # --archives), not here.
+    for c in compacted:
+        stored.setdefault(c.until_seq, c.cut_hash)
+    archived = {seq for seq in signed_seqs if seq not in stored
+                and any(c.covers(seq) for c in compacted)}
     name = _describe(newest)
     if head_seq < newest.checkpoint.seq:
         return WitnessVerdict(False, f"the store's head is seq {head_seq}, before {name} "
@@ -259,8 +267,8 @@ def check_against_witness(partition: Partition, checkpoints: list[SignedCheckpoi
     agreed, first_bad = 0, None
     for signed in sorted(checkpoints, key=lambda s: s.checkpoint.seq):
         cp = signed.checkpoint
-        if cp.seq == 0:
-            continue  # the empty chain: nothing to compare
+        if cp.seq == 0 or cp.seq in archived:
+            continue  # the empty chain, or an archived position: nothing live to compare
         if stored.get(cp.seq) == cp.event_hash:
             if first_bad is None:
                 agreed = cp.seq

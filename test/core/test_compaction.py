@@ -5,6 +5,8 @@ with either is found and named."""
 
 import random
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 
 from helpers import result_event
 from robot_memory.compaction import (CompactionError, compact, compactable_until,
-                                     segment_holding, verify_archives)
+                                     forget_segment, segment_holding, verify_archives)
 from robot_memory.consolidation import RulesConfig, consolidation_pass, facts_snapshot
 from robot_memory.consolidation.overrides import record_operator_fact
 from robot_memory.event_kinds import COMPACTION
@@ -177,13 +179,17 @@ def test_a_damaged_segment_is_found_and_named(compacted, damage):
     assert verify_chain(partition).ok  # the live store itself is intact
 
 
-def test_forgetting_the_oldest_segment_starts_the_check_at_the_next(compacted):
+def test_forgetting_a_segment_is_logged_and_the_check_skips_only_it(compacted):
     partition, archive, _ = compacted
     first, second = _compactions(partition)
-    (archive / first.segment).unlink()
-    assert not verify_archives(partition, archive).ok
-    report = verify_archives(partition, archive, from_oldest_present=True)
-    assert report.ok and report.segments == 1
+    (archive / first.segment).unlink()  # deleted by hand: a problem
+    assert "missing" in verify_archives(partition, archive).problem
+    forget_segment(partition, archive, first.segment, "ops", "older than a year")
+    report = verify_archives(partition, archive)
+    assert report.ok and report.segments == 1 and report.forgotten == 1
+    assert [e.payload["segment"] for e in partition.events(kinds=["segment_forgotten"])] \
+        == [first.segment]
+    assert verify_chain(partition).ok
 
 
 def test_a_segment_that_cannot_be_written_leaves_the_store_untouched(tmp_path):
@@ -222,3 +228,22 @@ def test_overrides_stay_live_and_the_segment_holding_an_event_is_named(tmp_path)
     assert [e.kind for e in partition.events(kinds=["override"])] == ["override"]
     holding = segment_holding(partition, first_result.id)
     assert holding is not None and holding.segment == report.compaction.segment
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "robot_memory.cli", *args],
+                          capture_output=True, text=True)
+
+
+def test_compact_and_verify_the_archives_from_the_command_line(compacted):
+    partition, _, url = compacted
+    ident = ["--db", url, "--identity", IDENT]
+    out = cli("compact", *ident)  # the third batch, into the default directory
+    assert out.returncode == 0 and "compacted seq" in out.stdout, out.stderr
+    default = Path(url.removeprefix("sqlite:///") + ".segments")
+    assert len(list(default.glob("*.segment.jsonl"))) == 1
+    out = cli("verify", "--db", url, "--full", "--archives", str(default))
+    # The first two compactions wrote elsewhere: named as missing from this directory.
+    assert out.returncode == 1 and "is missing from" in out.stdout
+    out = cli("compact", *ident, "--before-time", "1")
+    assert out.returncode == 0 and "nothing compacted" in out.stdout

@@ -10,6 +10,7 @@ pass the full snapshot goes latched on `facts` and the changed facts on `facts_d
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from rclpy.clock import Clock, ClockType
 
@@ -32,7 +33,8 @@ from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
 from robot_memory.srv import Consolidate, Override
-from robot_memory.store import MemoryStore
+from robot_memory.compaction import compact, compactable_until, default_archive_dir
+from robot_memory.store import MemoryStore, compactions
 from robot_memory.store.size import MB, store_size_bytes
 
 
@@ -59,6 +61,10 @@ class Consolidator(ManagedMemoryNode):
         self.refused_requests = 0  # over a field's size limit (request_limits)
         self.last_report = None
         self.last_error = ""
+        self.compactions = 0  # retention compactions run by this node
+        self.compaction_error = ""
+        self._archive_dir = Path(self.params["archive_dir"]) if self.params["archive_dir"] \
+            else default_archive_dir(self.params["database_url"])
         self.facts_publisher = self.create_publisher(SemanticFactArray, "facts", FACTS_QOS)
         self._snapshot = FactSnapshot()  # what `facts` carries, kept serialized
         self.delta_publisher = self.create_publisher(SemanticFactArray, "facts_delta",
@@ -163,6 +169,8 @@ class Consolidator(ManagedMemoryNode):
             self.last_error = f"cannot measure the store: {exc}"
             self.get_logger().error(self.last_error, throttle_duration_sec=60.0)
             return None
+        if apply:
+            self._compact_if_due()
         if apply and self.guard.state(self.store_size) != GROWTH_OK:
             self.paused_passes += 1
             self.last_error = self.guard.describe(self.store_size)
@@ -197,6 +205,34 @@ class Consolidator(ManagedMemoryNode):
         self._checkpoint_log()
         release_freed_memory()  # what the pass read and rendered
         return report
+
+    def _compact_if_due(self) -> None:
+        """Retention: compact what consolidation folded beyond the newest retain_events
+        positions, once compact_every_events of them wait. Before the growth guard's
+        verdict, so a store at its limit still sheds its history."""
+        retain = self.params["retain_events"]
+        if not retain:
+            return
+        try:
+            with self.partition.store.read() as conn:
+                found = compactions(self.partition.identity_hash, conn)
+                head = self.partition.head(conn)[0]
+            compacted_until = found[-1].until_seq if found else 0
+            until = min(head - retain, compactable_until(self.partition))
+            if until - compacted_until < self.params["compact_every_events"]:
+                return
+            report = compact(self.partition, until, self._archive_dir,
+                             stamp_ns=self.get_clock().now().nanoseconds,
+                             safety_reasons=frozenset(self.config.safety_failure_reasons))
+        except Exception as exc:  # the store stays as it was; the next pass retries
+            self.compaction_error = f"compaction failed: {exc}"
+            self.get_logger().error(self.compaction_error, throttle_duration_sec=60.0)
+            return
+        self.compaction_error = ""
+        if report.compaction is not None:
+            self.compactions += 1
+            self.get_logger().info(report.describe())
+            self.store_size = store_size_bytes(self.partition.store)
 
     def _checkpoint_log(self) -> None:
         """Fold what the pass wrote back into the database file, now that its facts are
@@ -250,6 +286,7 @@ class Consolidator(ManagedMemoryNode):
                   "paused_passes": self.paused_passes,
                   "frozen": str(self.frozen).lower(), "overrides": self.overrides,
                   "refused_requests": self.refused_requests,
+                  "compactions": self.compactions, "archive_dir": str(self._archive_dir),
                   "store_size_mb": round(self.store_size / MB, 3)}
         if report is not None:
             values.update({"last_pass_duration_ms": round(report.duration_s * 1000, 3),
@@ -265,6 +302,8 @@ class Consolidator(ManagedMemoryNode):
             level, message = WARN, self.guard.describe(self.store_size)
         elif self.last_error:
             level, message = ERROR, f"last pass failed: {self.last_error}"
+        elif self.compaction_error:
+            level, message = ERROR, f"{self.compaction_error} (the live store is unchanged)"
         elif self.frozen:
             level, message = WARN, "consolidation FROZEN by an operator (override unfreeze)"
         else:

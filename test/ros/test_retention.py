@@ -1,0 +1,44 @@
+"""Bounded out of the box: the consolidator compacts what it has folded beyond
+retain_events into archive segments beside the database, and the live store and its
+segments still verify. Real node processes over DDS, a real SQLite file."""
+
+import time
+
+from robot_memory.compaction import default_archive_dir, verify_archives
+from robot_memory.store import MemoryStore, verify_chain
+
+from ros.conftest import wait_until
+
+RESULTS = 1200
+
+
+def consolidator(probe) -> dict:
+    return probe.diagnostics.get("consolidator", {})
+
+
+def test_the_consolidator_compacts_history_beyond_retain_events(probe, start_stack,
+                                                                certified_hash, db_url):
+    start_stack(retain_events=300, compact_every_events=200)
+    probe.wait_identity()
+    probe.wait_logger()
+    for i in range(RESULTS):
+        probe.publish_result(stamp_s=1000 + i, target_class=f"cup_{i % 4}",
+                             success=i % 3 != 0, failure_reason="" if i % 3 else "slipped")
+        if i % 100 == 99:
+            time.sleep(0.05)
+    wait_until(lambda: probe.diagnostics.get("episodic_logger", {}).get("written")
+               == str(RESULTS), 60, "every result written")
+    # Each compaction takes at least compact_every_events positions.
+    wait_until(lambda: int(consolidator(probe).get("compactions", 0)) >= 2, 60,
+               lambda: f"two compactions: {consolidator(probe)}")
+    assert consolidator(probe)["archive_dir"] == str(default_archive_dir(db_url))
+    store = MemoryStore(db_url)
+    try:
+        partition = store.partition(certified_hash)
+        assert partition.count_events("execution_result") <= RESULTS - 400
+        assert verify_chain(partition).ok
+        archives = verify_archives(partition, default_archive_dir(db_url))
+        assert archives.ok and archives.segments >= 2, archives.describe()
+        assert partition.facts()
+    finally:
+        store.close()

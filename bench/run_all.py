@@ -21,14 +21,17 @@ MODEST = {"consolidation_pass": ["--trials", "3"],
           "report": ["--trials", "3"],
           "ingest": [],
           "sidecar_memory": [],
-          "hostile_input": []}
+          "hostile_input": [],
+          "lifetime": []}
 QUICK = {"consolidation_pass": ["--trials", "1", "--large-store", "300000"],
          "grounding_latency": ["--events", "100000", "--requests", "300", "--lookups", "10000"],
          "boot_check": ["--events", "100000", "--trials", "1", "--new", "1000"],
          "report": ["--events", "10000", "--trials", "1"],
          "ingest": ["--seconds", "2", "--rates", "200,1000"],
          "sidecar_memory": ["--events", "20000", "--facts", "1000", "--duration", "6"],
-         "hostile_input": ["--seconds", "20", "--baseline-seconds", "10"]}
+         "hostile_input": ["--seconds", "20", "--baseline-seconds", "10"],
+         "lifetime": ["--results", "40000", "--retain", "2000", "--every", "1000",
+                      "--step", "2000", "--sample", "10000"]}
 
 
 def main() -> int:

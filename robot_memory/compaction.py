@@ -94,6 +94,17 @@ def compactable_until(partition: Partition) -> int:
         return read_checkpoint(partition, conn).done_seq
 
 
+def retention_due(partition: Partition, retain: int, every: int) -> int | None:
+    """The retention policy: the chain position to compact up to so that the newest
+    `retain` positions stay live, once at least `every` positions wait (None: not yet)."""
+    with partition.store.read() as conn:
+        found = compactions(partition.identity_hash, conn)
+        head = partition.head(conn)[0]
+        done = read_checkpoint(partition, conn).done_seq
+    until = min(head - retain, done)
+    return until if until - (found[-1].until_seq if found else 0) >= every else None
+
+
 def seq_before(partition: Partition, *, event_id: int | None = None,
                stamp_ns: int | None = None) -> int:
     """The chain position just before an event id, or before the first event stamped at
@@ -318,5 +329,5 @@ def segment_holding(partition: Partition, event_id: int) -> Compaction | None:
 
 
 __all__ = ["COMPACTABLE_KINDS", "ArchiveReport", "CompactionError", "CompactionReport",
-           "compact", "compactable_until", "default_archive_dir", "forget_segment", "segment_holding", "seq_before",
+           "compact", "compactable_until", "default_archive_dir", "forget_segment", "retention_due", "segment_holding", "seq_before",
            "stays_live", "verify_archives"]

@@ -33,8 +33,8 @@ from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
 from robot_memory.srv import Consolidate, Override
-from robot_memory.compaction import compact, compactable_until, default_archive_dir
-from robot_memory.store import MemoryStore, compactions
+from robot_memory.compaction import compact, default_archive_dir, retention_due
+from robot_memory.store import MemoryStore
 from robot_memory.store.size import MB, store_size_bytes
 
 
@@ -214,12 +214,8 @@ class Consolidator(ManagedMemoryNode):
         if not retain:
             return
         try:
-            with self.partition.store.read() as conn:
-                found = compactions(self.partition.identity_hash, conn)
-                head = self.partition.head(conn)[0]
-            compacted_until = found[-1].until_seq if found else 0
-            until = min(head - retain, compactable_until(self.partition))
-            if until - compacted_until < self.params["compact_every_events"]:
+            until = retention_due(self.partition, retain, self.params["compact_every_events"])
+            if until is None:
                 return
             report = compact(self.partition, until, self._archive_dir,
                              stamp_ns=self.get_clock().now().nanoseconds,

@@ -1,0 +1,214 @@
+"""A robot's working life at an accelerated pace: results through the logger's ingest
+path (`Ingest`), consolidation passes, and the retention compactions the consolidator
+runs; the live store must stay bounded while the history grows.
+
+    python -m bench.lifetime [--results 2000000] [--retain 100000] [--every 10000]
+
+Every --sample results it records the live store's bytes, the segments' bytes, a boot
+(open + boot_check, as the verifier does) and `verify --full`'s re-hash of the live
+chain, and it times every compaction. Beside the live store it keeps an uncompacted one
+fed the same events (and the same compaction events, without removing anything): at
+the end their facts must be byte-equal. Writes bench/results/lifetime.json and .png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench.stats import write_result
+from bench.stores import IDENTITY, KeySpace, payload, stamp_ns
+from robot_memory.compaction import compact, retention_due
+from robot_memory.consolidation import consolidation_pass, facts_snapshot
+from robot_memory.event_kinds import COMPACTION
+from robot_memory.ingest import Ingest
+from robot_memory.store import MemoryStore, boot_check, verify_chain
+from robot_memory.store.size import store_size_bytes
+
+BOOT_GOAL_S = 2.0
+FLAT_GOAL = 1.5  # the last verify --full at most this times the median after retention began
+HISTORY_GOAL = 20  # history at least this many times the retention
+BYTES_GOAL = 2.0  # live bytes per live result at most this times the canonical event
+
+
+def provenance(partition) -> list:
+    return sorted((f.kind, f.key, f.last_supporting_event_id, f.n_observations)
+                  for f in partition.facts())
+
+
+def timed(action):
+    started = time.perf_counter()
+    value = action()
+    return time.perf_counter() - started, value
+
+
+def segment_bytes(archive: Path) -> int:
+    return sum(p.stat().st_size for p in archive.glob("*.segment.jsonl"))
+
+
+def canonical_bytes(partition, sample: int = 2000) -> float:
+    """Mean bytes of the canonical event bodies (what the chain hashes) of live results."""
+    sizes = []
+    with partition.store.read() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT kind, stamp_ns, seq, length(payload_json) FROM events "
+            "WHERE kind = 'execution_result' ORDER BY seq DESC LIMIT ?", (sample,)).all()
+    for kind, stamp, seq, payload_len in rows:
+        # {"identity_hash":"<64>","kind":"...","payload":{...},"seq":N,"stamp_ns":N}
+        sizes.append(len('{"identity_hash":"","kind":"","payload":,"seq":,"stamp_ns":}')
+                     + 64 + len(kind) + payload_len + len(str(seq)) + len(str(stamp)))
+    return statistics.fmean(sizes) if sizes else 0.0
+
+
+def run(args: argparse.Namespace) -> dict:
+    keys = KeySpace.for_facts(args.facts)
+    with tempfile.TemporaryDirectory(prefix="bench_lifetime_") as scratch:
+        scratch = Path(scratch)
+        live_url, whole_url = (f"sqlite:///{scratch / name}" for name in ("live.db", "whole.db"))
+        archive = scratch / "live.db.segments"
+        live_store, whole_store = MemoryStore(live_url), MemoryStore(whole_url)
+        live, whole = live_store.partition(IDENTITY), whole_store.partition(IDENTITY)
+        ingest = Ingest(live, max_pending=10 * args.step)
+        samples, compactions = [], []
+        started = time.perf_counter()
+        for first in range(0, args.results, args.step):
+            last = min(first + args.step, args.results)
+            events = [ingest.take_event({**payload(i, keys), "stamp_ns": stamp_ns(i)},
+                                        "bench", received_ns=stamp_ns(i))
+                      for i in range(first, last)]
+            assert ingest.submit_events(events) == 0
+            assert ingest.flush(600.0), ingest.last_error
+            whole.append_many(events)
+            now = stamp_ns(last)
+            for partition in (live, whole):
+                consolidation_pass(partition, stamp_ns=now)
+            until = retention_due(live, args.retain, args.every)
+            if until is not None:
+                seconds, report = timed(lambda: compact(live, until, archive, stamp_ns=now))
+                c = report.compaction
+                compactions.append({"at_results": last, "events": c.until_seq - c.from_seq + 1,
+                                    "removed": c.removed, "kept": c.kept,
+                                    "seconds": round(seconds, 3)})
+                whole.append(COMPACTION, c.payload(), now)
+            if last % args.sample == 0 or last == args.results:
+                samples.append(sample(live_url, live, archive, last))
+                print(f"{last:>9} results: live {samples[-1]['live_mb']} MB, segments "
+                      f"{samples[-1]['segments_mb']} MB, boot {samples[-1]['boot_s']} s, "
+                      f"verify --full {samples[-1]['verify_full_s']} s", flush=True)
+        ingest.close()
+        wall_s = time.perf_counter() - started
+        facts_equal = (facts_snapshot(live) == facts_snapshot(whole)
+                       and provenance(live) == provenance(whole))
+        live_results = live.count_events("execution_result")
+        canonical = canonical_bytes(live)
+        live_bytes = store_size_bytes(live_store)
+        for store in (live_store, whole_store):
+            store.close()
+    return summarize(args, samples, compactions, facts_equal, live_results, canonical,
+                     live_bytes, wall_s)
+
+
+def sample(url: str, live, archive: Path, results: int) -> dict:
+    def boot():
+        store = MemoryStore(url)  # a fresh open, as a node's boot
+        try:
+            return boot_check(store.partition(IDENTITY))
+        finally:
+            store.close()
+    boot_s, report = timed(boot)
+    assert report.ok, report.describe()
+    verify_s, full = timed(lambda: verify_chain(live))
+    assert full.ok, full.describe()
+    with live.store.read() as conn:  # pages holding data, without the free ones SQLite keeps
+        used = conn.exec_driver_sql("PRAGMA page_count").scalar() - \
+            conn.exec_driver_sql("PRAGMA freelist_count").scalar()
+        used *= conn.exec_driver_sql("PRAGMA page_size").scalar()
+    return {"results": results, "live_mb": round(store_size_bytes(live.store) / 2**20, 2),
+            "live_used_mb": round(used / 2**20, 2),
+            "segments_mb": round(segment_bytes(archive) / 2**20, 2),
+            "live_events": live.count_events(), "boot_s": round(boot_s, 3),
+            "verify_full_s": round(verify_s, 3), "verify_events": full.events_checked}
+
+
+def summarize(args, samples: list[dict], compactions: list[dict], facts_equal: bool,
+              live_results: int, canonical: float, live_bytes: int, wall_s: float) -> dict:
+    after = [s for s in samples if s["results"] >= 2 * args.retain] or samples[-1:]
+    peak_before = max((s["live_mb"] for s in samples if s["results"] <= 2 * args.retain),
+                      default=samples[0]["live_mb"])
+    verify_median = statistics.median(s["verify_full_s"] for s in after)
+    per_result = live_bytes / max(1, live_results)
+    per_1e5 = [c["seconds"] * 100_000 / max(1, c["events"]) for c in compactions]
+    goals = {
+        "live_store_bounded": (args.results >= HISTORY_GOAL * args.retain
+                               and max(s["live_mb"] for s in after) <= 1.1 * peak_before),
+        "boot_within_2_s": max(s["boot_s"] for s in samples) <= BOOT_GOAL_S,
+        # Flat: the last no slower than 1.5x the median since retention began (or 0.1 s
+        # more, for live chains so short that the timer's noise is the figure).
+        "verify_full_flat": after[-1]["verify_full_s"] <= max(FLAT_GOAL * verify_median,
+                                                              verify_median + 0.1),
+        "facts_byte_equal": facts_equal,
+        "bytes_per_result_within_2x_canonical": per_result <= BYTES_GOAL * canonical,
+    }
+    return {"results": args.results, "retain_events": args.retain,
+            "compact_every_events": args.every, "facts": args.facts,
+            "history_over_retention": round(args.results / args.retain, 1),
+            "samples": samples, "compactions": len(compactions),
+            "compaction_s_per_1e5_events": {
+                "median": round(statistics.median(per_1e5), 3) if per_1e5 else None,
+                "max": round(max(per_1e5), 3) if per_1e5 else None},
+            "live_mb_peak_until_2x_retention": peak_before,
+            "live_mb_max_after": max(s["live_mb"] for s in after),
+            "verify_full_median_after_s": round(verify_median, 3),
+            "live_bytes_per_live_result": round(per_result, 1),
+            "live_used_bytes_per_live_result": round(
+                samples[-1]["live_used_mb"] * 2**20 / max(1, live_results), 1),
+            "canonical_event_bytes": round(canonical, 1),
+            "bytes_per_result_over_canonical": round(per_result / canonical, 2) if canonical else None,
+            "facts_byte_equal": facts_equal, "wall_s": round(wall_s, 1),
+            "goals": goals, "meets_goals": all(goals.values())}
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    samples = result["samples"]
+    x = [s["results"] for s in samples]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    top.plot(x, [s["live_mb"] for s in samples], label="live store (MB)")
+    top.plot(x, [s["segments_mb"] for s in samples], label="archive segments (MB)")
+    top.set_ylabel("MB")
+    top.legend()
+    top.set_title(f"bench.lifetime: retain_events {result['retain_events']}")
+    bottom.plot(x, [s["boot_s"] for s in samples], label="boot (open + boot_check)")
+    bottom.plot(x, [s["verify_full_s"] for s in samples], label="verify --full (live chain)")
+    bottom.set_ylabel("seconds")
+    bottom.set_xlabel("results logged")
+    bottom.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--results", type=int, default=2_000_000)
+    parser.add_argument("--retain", type=int, default=100_000)
+    parser.add_argument("--every", type=int, default=10_000)
+    parser.add_argument("--step", type=int, default=10_000, help="results per pass")
+    parser.add_argument("--sample", type=int, default=100_000)
+    parser.add_argument("--facts", type=int, default=1000)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    result = run(args)
+    path = write_result("lifetime", result, args.out)
+    plot(result, path.with_suffix(".png"))
+    print(f"goals: {result['goals']}")
+    print(f"written to {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -214,19 +216,42 @@ def cmd_replay(args) -> int:
     until = _until(args)
     until_seq = None
     if "until_event_id" in until:
+        from robot_memory.compaction import archived_seq
         event = partition.event_by_id(until["until_event_id"])
-        if event is None:
+        until_seq = event.seq if event is not None else \
+            archived_seq(partition, _archive_dir(args), until["until_event_id"])
+        if until_seq is None:
             raise InputError("--until-event", "no_such_event",
                              f"no event {until['until_event_id']} in this identity's log")
-        until_seq = event.seq
-    snapshot = replay_snapshot(partition, _rules_config(args), until_seq=until_seq,
-                               until_stamp_ns=until.get("until_stamp_ns"))
+    with _history_for_replay(args, partition, until_seq) as history:
+        snapshot = replay_snapshot(history, _rules_config(args), until_seq=until_seq,
+                                   until_stamp_ns=until.get("until_stamp_ns"))
     if args.out:
         Path(args.out).write_text(snapshot + "\n", encoding="utf-8")
         print(f"replayed facts written to {args.out}")
     else:
         print(snapshot)
     return 0
+
+
+@contextmanager
+def _history_for_replay(args, partition, until_seq):
+    """The partition itself, or, once compactions moved history into segments, the whole
+    history rebuilt from them in a scratch store (the live store is not touched)."""
+    from robot_memory.compaction import whole_history
+    from robot_memory.store import compactions
+    with partition.store.read() as conn:
+        compacted = bool(compactions(partition.identity_hash, conn))
+    if not compacted:
+        yield partition
+        return
+    with tempfile.TemporaryDirectory(prefix="robot_memory_replay_") as scratch:
+        history = whole_history(partition, _archive_dir(args), f"sqlite:///{scratch}/h.db",
+                                until_seq)
+        try:
+            yield history
+        finally:
+            history.store.close()
 
 
 def _find_fact(partition, text: str):
@@ -652,6 +677,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "(says on stderr which it took)")
     p.add_argument("--out", help="write the snapshot here instead of stdout")
     with_rule_params(p)
+    p.add_argument("--archive-dir", metavar="DIR",
+                   help="archive segments, for history that compactions moved there "
+                        "(default: beside a SQLite database, DB.segments)")
     p.set_defaults(func=cmd_replay)
 
     p = with_store(verbs.add_parser("explain", help="why does the robot think this?"))

@@ -34,6 +34,7 @@ from sqlalchemy import select
 
 from robot_memory.canonical import plain_json_loads
 from robot_memory.consolidation.checkpoint import read_checkpoint
+from robot_memory.errors import StoreFailure
 from robot_memory.consolidation.rules.base import RulesConfig
 from robot_memory.event_kinds import (COMPACTION, CONSOLIDATION_RUN, EXECUTION_RESULT,
                                       FACT_CONSULTATION, PRIVACY_REJECTION, SEGMENT_FORGOTTEN)
@@ -48,8 +49,9 @@ COMPACTABLE_KINDS = frozenset({EXECUTION_RESULT, FACT_CONSULTATION, PRIVACY_REJE
 READ_BATCH = 5000
 
 
-class CompactionError(Exception):
-    """A compaction that could not be done; the live store is as it was."""
+class CompactionError(StoreFailure):
+    """A compaction that could not be done (the live store is as it was), or history
+    that needs a segment that is not there."""
 
 
 @dataclass
@@ -319,6 +321,80 @@ def _bad(report: ArchiveReport, problem: str) -> ArchiveReport:
     return report
 
 
+def whole_history(partition: Partition, archive_dir: Path, url: str,
+                  until_seq: int | None = None) -> Partition:
+    """The identity's chain up to `until_seq` (default: the head) rebuilt in a scratch
+    store at `url` from the segments and the live rows: the same events re-appended in
+    order give the same chain, hash for hash (checked at the end). What replay and
+    explain read when the events they need were compacted. CompactionError naming the
+    segment that is missing, or that does not re-hash."""
+    from robot_memory.store import MemoryStore
+    ident = partition.identity_hash
+    with partition.store.read() as conn:
+        found = compactions(ident, conn)
+        head_seq, head_hash = partition.head(conn)
+    last = head_seq if until_seq is None else min(until_seq, head_seq)
+    rebuilt = MemoryStore(url).partition(ident)
+    batch: list[NewEvent] = []
+
+    def add(kind: str, payload_json: str, stamp_ns: int) -> None:
+        batch.append(NewEvent(kind, plain_json_loads(payload_json), stamp_ns))
+        if len(batch) >= READ_BATCH:
+            rebuilt.append_many(batch)
+            batch.clear()
+    for c in found:
+        if c.from_seq > last:
+            break
+        path = archive_dir / c.segment
+        if not path.exists() or file_sha256(path) != c.segment_sha256:
+            raise CompactionError(f"the events up to seq {last} need segment {c.segment} "
+                                  f"(seq {c.from_seq}..{c.until_seq}) in {archive_dir}: "
+                                  f"{'missing' if not path.exists() else 'it does not match its compaction'}")
+        _, rows, _ = read_segment(path)
+        for row in rows:
+            if row.seq > last:
+                break
+            add(row.kind, row.payload_json, row.stamp_ns)
+    after = found[-1].until_seq if found else 0
+    if last > after:
+        for event_id, seq, kind, stamp_ns, payload_json in _live_rows(partition, after, last):
+            add(kind, payload_json, stamp_ns)
+    rebuilt.append_many(batch)
+    with partition.store.read() as conn:
+        expected = conn.execute(select(events.c.event_hash).where(
+            events.c.identity_hash == ident, events.c.seq == last)).scalar()
+    rebuilt_seq, rebuilt_hash = rebuilt.head()
+    if rebuilt_seq != last or (expected is not None and rebuilt_hash != expected):
+        raise CompactionError(f"the history rebuilt from the segments does not reach the "
+                              f"live chain at seq {last}")
+    return rebuilt
+
+
+def archived_seq(partition: Partition, archive_dir: Path, event_id: int) -> int | None:
+    """The chain position of a compacted event, read from its segment (None: no
+    compaction removed it). CompactionError naming the segment when it is not there."""
+    c = segment_holding(partition, event_id)
+    if c is None:
+        return None
+    path = archive_dir / c.segment
+    if not path.exists():
+        raise CompactionError(f"event {event_id} was compacted into segment {c.segment} "
+                              f"(seq {c.from_seq}..{c.until_seq}), missing from {archive_dir}")
+    _, rows, _ = read_segment(path)
+    for row in rows:
+        if row.id == event_id:
+            return row.seq
+    return None
+
+
+def _live_rows(partition: Partition, after_seq: int, until_seq: int):
+    with partition.store.read() as conn:
+        yield from conn.execute(select(events.c.id, events.c.seq, events.c.kind,
+                                       events.c.stamp_ns, events.c.payload_json).where(
+            events.c.identity_hash == partition.identity_hash, events.c.seq > after_seq,
+            events.c.seq <= until_seq).order_by(events.c.seq)).all()
+
+
 def segment_holding(partition: Partition, event_id: int) -> Compaction | None:
     """The compaction whose segment holds this (removed) event, if any."""
     with partition.store.read() as conn:
@@ -329,5 +405,5 @@ def segment_holding(partition: Partition, event_id: int) -> Compaction | None:
 
 
 __all__ = ["COMPACTABLE_KINDS", "ArchiveReport", "CompactionError", "CompactionReport",
-           "compact", "compactable_until", "default_archive_dir", "forget_segment", "retention_due", "segment_holding", "seq_before",
-           "stays_live", "verify_archives"]
+           "archived_seq", "compact", "compactable_until", "default_archive_dir", "forget_segment", "retention_due", "segment_holding", "seq_before",
+           "stays_live", "verify_archives", "whole_history"]

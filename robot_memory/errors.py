@@ -23,9 +23,11 @@ reads). `str(error)` is the one line the command line prints.
     ├── StoreFailure                      exit 4  the store cannot be opened or read
     │   ├── store.StoreError                      (bad URL, no driver, no server, schema)
     │   ├── ingest.StoreWriteFailed               (an acknowledged write's transaction failed)
+    │   ├── compaction.CompactionError            a compaction refused; a segment it needs missing
     │   ├── StoreLocked                   exit 5  another connection holds the lock
     │   └── StoreIntegrityError           exit 6  the file or a chain cannot be trusted
     │       ├── store.integrity.StoreCorrupted
+    │       ├── segments.SegmentError       an archive segment unwritable, unreadable or damaged
     │       └── witness.WitnessLineError    a witness line edited, unsigned or another robot's
     └── ConsolidationError                exit 7  a pass refused to run
         ├── consolidation.ConsolidationConfigError  time_bucket_s is not the store's

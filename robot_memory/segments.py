@@ -19,11 +19,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from robot_memory.errors import StoreIntegrityError
+
 FORMAT = "robot_memory.segment/1"
 READ_CHUNK = 1 << 20
 
 
-class SegmentError(Exception):
+class SegmentError(StoreIntegrityError):
     """A segment that cannot be written or read, with the file and what is wrong."""
 
 

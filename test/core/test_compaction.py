@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from helpers import result_event
 from robot_memory.compaction import (CompactionError, compact, compactable_until,
-                                     forget_segment, segment_holding, verify_archives)
+                                     default_archive_dir, forget_segment, segment_holding,
+                                     verify_archives)
 from robot_memory.consolidation import RulesConfig, consolidation_pass, facts_snapshot
 from robot_memory.consolidation.overrides import record_operator_fact
 from robot_memory.event_kinds import COMPACTION
@@ -247,3 +248,22 @@ def test_compact_and_verify_the_archives_from_the_command_line(compacted):
     assert out.returncode == 1 and "is missing from" in out.stdout
     out = cli("compact", *ident, "--before-time", "1")
     assert out.returncode == 0 and "nothing compacted" in out.stdout
+
+
+def test_replay_reads_the_segments_and_names_a_missing_one(tmp_path):
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    partition = MemoryStore(url).partition(IDENT)
+    partition.append_many(stream(3, 150, 1000.0))
+    consolidation_pass(partition, CONFIG)
+    partition.append_many(stream(4, 50, 2000.0))
+    ident = ["--db", url, "--identity", IDENT]
+    before = {point: cli("replay", *ident, "--until-event", str(point)).stdout
+              for point in (60, 190)}
+    assert compact(partition, 120, default_archive_dir(url)).compaction.until_seq == 120
+    for point, snapshot in before.items():  # 60: compacted; 190: after the cut
+        out = cli("replay", *ident, "--until-event", str(point))
+        assert out.returncode == 0 and out.stdout == snapshot, out.stderr
+    segment = next(default_archive_dir(url).glob("*.segment.jsonl"))
+    segment.rename(tmp_path / "elsewhere")
+    out = cli("replay", *ident, "--until-event", "190")
+    assert out.returncode == 4 and segment.name in out.stderr

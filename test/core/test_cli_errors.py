@@ -57,6 +57,8 @@ VERB_BASES: dict[str, tuple[list[str], bool]] = {
     "import-bundle": (["import-bundle", "{missing}", "--db", "{db}"], False),
     "report": (["report", *STORE_ARGS, "--out", "{missing}"], True),
     "migrate": (["migrate", "--db", "{db}"], True),
+    "compact": (["compact", *STORE_ARGS, "--archive-dir", "{missing}"], True),
+    "forget-segment": (["forget-segment", "x.segment.jsonl", *STORE_ARGS, *WHO], True),
 }
 TAKES_PARAM = {"consolidate", "replay", "bringup", "export", "report"}
 TAKES_MANIFEST = {verb for verb, (args, _) in VERB_BASES.items() if "{manifest}" in args}
@@ -100,6 +102,9 @@ def _generic_rows() -> list[Row]:
 
 
 SPECIFIC_ROWS = [
+    Row("forget-segment: no compaction wrote it", ["forget-segment", "x.segment.jsonl",
+                                                   *STORE_ARGS, *WHO], STORE,
+        ("x.segment.jsonl", "no compaction")),
     Row("hash: manifest not YAML", ["hash", "--manifest", "{not_yaml}"], INPUT,
         ("not_yaml.yaml",)),
     Row("hash: manifest with a missing field", ["hash", "--manifest", "{short_manifest}"],

@@ -162,7 +162,7 @@ def compact(partition: Partition, until_seq: int, archive_dir: Path, *,
         raise CompactionError(f"seq {from_seq}..{until_seq}: {scan.count} events present "
                               "in the live store; verify the store first")
     claims = Compaction(0, 0, from_seq, until_seq, prev_hash, scan.cut_hash,
-                        scan.first_id, scan.last_id, len(scan.removed_ids), len(scan.kept),
+                        scan.first_id, scan.last_id, scan.removed, len(scan.kept),
                         kept_digest(scan.kept), name, sha, states.hexdigest())
     with partition.store.write() as conn:
         latest = compactions(ident, conn)
@@ -170,8 +170,8 @@ def compact(partition: Partition, until_seq: int, archive_dir: Path, *,
             raise CompactionError("another compaction of this identity ran meanwhile")
         event = partition.append_in(conn, [NewEvent(
             COMPACTION, claims.payload(), stamp_ns if stamp_ns is not None else time.time_ns())])[0]
-        remove_range(conn, ident, from_seq, until_seq, scan.removed_ids,
-                     partition.store.rollup.block)
+        remove_range(conn, ident, from_seq, until_seq, scan.first_id, scan.last_id,
+                     scan.kept_ids, partition.store.rollup.block)
     report.compaction = Compaction.of_payload(event.seq, event.id, claims.payload())
     report.segment_path = path
     report.seconds = time.monotonic() - started
@@ -191,8 +191,9 @@ class _RangeScan:
     first_id: int = 0
     last_id: int = 0
     cut_hash: str = ""
-    removed_ids: list[int] = field(default_factory=list)
-    kept: list[tuple[int, str]] = field(default_factory=list)
+    removed: int = 0
+    kept: list[tuple[int, str]] = field(default_factory=list)  # (seq, event hash)
+    kept_ids: list[tuple[int, int]] = field(default_factory=list)  # (seq, event id)
 
     def rows(self) -> Iterator[SegmentRow]:
         ident, cursor = self.partition.identity_hash, self.from_seq - 1
@@ -210,8 +211,9 @@ class _RangeScan:
                 self.last_id, self.cut_hash = event.id, event.event_hash
                 if stays_live(event.kind, event.payload_json, self.safety_reasons):
                     self.kept.append((event.seq, event.event_hash))
+                    self.kept_ids.append((event.seq, event.id))
                 else:
-                    self.removed_ids.append(event.id)
+                    self.removed += 1
                 yield event
             if len(batch) < READ_BATCH:
                 return

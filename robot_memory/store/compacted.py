@@ -27,8 +27,8 @@ from robot_memory.event_kinds import COMPACTION
 from robot_memory.store.schema import (compaction_permits, events, result_facets,
                                        result_rollup, result_values, value_rollup)
 
-# Rows deleted per statement: a range of 10^5 events is many statements, one transaction.
-DELETE_BATCH = 5000
+# Kept events named per DELETE statement (their seqs or ids in a NOT IN list).
+KEPT_PER_STATEMENT = 2000
 
 
 @dataclass(frozen=True)
@@ -100,18 +100,36 @@ def removed_total(found: list[Compaction]) -> int:
 
 
 def remove_range(conn: Connection, identity_hash: str, from_seq: int, until_seq: int,
-                 removed_ids: list[int], block: int) -> None:
-    """Delete the rows of events `removed_ids` (all within from_seq..until_seq) and what
-    indexes them, under a permit that is gone again when this returns; in the caller's
-    transaction, which also holds the compaction event. Rollup blocks wholly inside the
-    range go too: a pass after the cut never reads them (it starts past the cut)."""
+                 first_event_id: int, last_event_id: int, kept: list[tuple[int, int]],
+                 block: int) -> None:
+    """Delete the range's rows but the `kept` (seq, event id) ones, and what indexes
+    them, under a permit that is gone again when this returns; in the caller's
+    transaction, which also holds the compaction event. By range, not by id: an identity's
+    events of a range are its ids first_event_id..last_event_id. Rollup blocks wholly
+    inside the range go too: a pass after the cut never reads them (it starts past it)."""
     conn.execute(insert(compaction_permits).values(
         identity_hash=identity_hash, from_seq=from_seq, until_seq=until_seq))
-    for start in range(0, len(removed_ids), DELETE_BATCH):
-        ids = removed_ids[start:start + DELETE_BATCH]
-        conn.execute(delete(result_values).where(result_values.c.event_id.in_(ids)))
-        conn.execute(delete(result_facets).where(result_facets.c.event_id.in_(ids)))
-        conn.execute(delete(events).where(events.c.id.in_(ids)))
+    kept_seqs, kept_ids = [seq for seq, _ in kept], [event_id for _, event_id in kept]
+    for start in range(0, max(1, len(kept)), KEPT_PER_STATEMENT):
+        # Between kept events, a range at a time (kept ones are few: safety failures...).
+        low_seq = kept_seqs[start - 1] + 1 if start else from_seq
+        low_id = kept_ids[start - 1] + 1 if start else first_event_id
+        chunk = slice(start, start + KEPT_PER_STATEMENT)
+        last = start + KEPT_PER_STATEMENT >= len(kept)
+        high_seq = until_seq if last else kept_seqs[chunk][-1]
+        high_id = last_event_id if last else kept_ids[chunk][-1]
+        skip_seqs, skip_ids = kept_seqs[chunk], kept_ids[chunk]
+        conn.execute(delete(result_values).where(
+            result_values.c.identity_hash == identity_hash,
+            result_values.c.event_id.between(low_id, high_id),
+            result_values.c.event_id.not_in(skip_ids)))
+        conn.execute(delete(result_facets).where(
+            result_facets.c.identity_hash == identity_hash,
+            result_facets.c.seq.between(low_seq, high_seq),
+            result_facets.c.seq.not_in(skip_seqs)))
+        conn.execute(delete(events).where(
+            events.c.identity_hash == identity_hash, events.c.seq.between(low_seq, high_seq),
+            events.c.seq.not_in(skip_seqs)))
     whole_blocks_until = until_seq // block  # blocks 0 .. this-1 end at or before the cut
     for table in (result_rollup, value_rollup):
         conn.execute(delete(table).where(table.c.identity_hash == identity_hash,

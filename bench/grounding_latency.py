@@ -6,7 +6,7 @@ same type (bench.echo_grounding_server) and a publisher feeding results at a ste
 (bench.load_publisher: the logger ingests, the consolidator runs passes whose deltas the
 grounding server applies), a client process (bench.grounding_client) alternates `ground`
 and `echo_ground` requests with the same content and times each round trip. Goal
-(DESIGN.md): ground p99 <= 1.5x echo p99. Also times GroundingIndex.lookup alone, in
+(docs/design.md): ground p99 <= 1.5x echo p99. Also times GroundingIndex.lookup alone, in
 process. This process only orchestrates; it does not touch ROS.
 
     python -m bench.grounding_latency [--events N] [--facts M] [--requests R]
@@ -128,6 +128,8 @@ def running_system(url: str, events: int, facts: int, load_rate: float, log):
                    # Boot time at 10^6 events is a goal of its own; the chain walk would
                    # only delay the start here.
                    "verify_store_on_boot": False, "full_check_after_boot": False,
+                   # The store this measures keeps its size: retention is bench.lifetime's.
+                   "retain_events": 0,
                    # A 10^6-event store is far past the default growth guard.
                    "growth_limit_mb": 0.0, "hard_limit_mb": 0.0},
                   log_level="warn").start(stdout=log, stderr=log)

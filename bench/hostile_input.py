@@ -51,6 +51,7 @@ from bench.sidecar_memory import SAMPLE_PERIOD_S, rss_mb
 from bench.stats import RESULTS, summary_ms, write_result
 from bench.stores import IDENTITY, MANIFEST, KeySpace, cached_store, working_copy
 from robot_memory.bringup import Stack
+from robot_memory.compaction import default_archive_dir, history_events
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
 from robot_memory.receipt import SENT_STAMP
 from robot_memory.store import MemoryStore
@@ -562,14 +563,18 @@ def stored_since(url: str, after_seq: int) -> dict:
         partition = store.partition(IDENTITY)
         ids: dict[str, set] = {}
         events, moved = Counter(), Counter()
-        for event in partition.events([EXECUTION_RESULT], after_seq=after_seq):
+        # Across the consolidator's retention compactions: what they moved into segments
+        # was stored too.
+        archive = default_archive_dir(url)
+        for event in history_events(partition, archive, [EXECUTION_RESULT], after_seq):
             intent = event.payload.get("intent_id", "")
             prefix = intent.split("-")[0] if "-" in intent else "(other)"
             events[prefix] += 1
             ids.setdefault(prefix, set()).add(intent)
             if SENT_STAMP in event.payload:
                 moved[prefix] += 1
-        privacy = sum(1 for _ in partition.events([PRIVACY_REJECTION], after_seq=after_seq))
+        privacy = sum(1 for _ in history_events(partition, archive, [PRIVACY_REJECTION],
+                                                after_seq))
     finally:
         store.close()
     return {"events": dict(events), "distinct": {p: len(s) for p, s in ids.items()},

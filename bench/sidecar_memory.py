@@ -65,7 +65,9 @@ def measure_mode(url: str, one_process: bool, args: argparse.Namespace, log) -> 
     stack = Stack({"database_url": url, "manifest_path": str(MANIFEST),
                    "certified_hash": IDENTITY, "period_s": 1.0,
                    "verify_store_on_boot": False, "full_check_after_boot": False,
-                   "growth_limit_mb": 0.0, "hard_limit_mb": 0.0},
+                   "growth_limit_mb": 0.0, "hard_limit_mb": 0.0,
+                   # The store this measures keeps its size: retention is bench.lifetime's.
+                   "retain_events": 0},
                   log_level="warn", one_process=one_process).start(stdout=log, stderr=log)
     try:
         ready_s = wait_for_work(url, stack, args.timeout)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,8 +40,8 @@ from robot_memory.event_kinds import (COMPACTION, CONSOLIDATION_RUN, EXECUTION_R
                                       FACT_CONSULTATION, PRIVACY_REJECTION, SEGMENT_FORGOTTEN)
 from robot_memory.segments import (SegmentError, SegmentRow, file_sha256, read_segment,
                                    segment_name, write_segment)
-from robot_memory.store import (GENESIS_HASH, Compaction, NewEvent, Partition, compactions,
-                                kept_digest, remove_range, stored_digest)
+from robot_memory.store import (GENESIS_HASH, Compaction, NewEvent, Partition, StoredEvent,
+                                compactions, kept_digest, remove_range, stored_digest)
 from robot_memory.store.schema import events
 
 COMPACTABLE_KINDS = frozenset({EXECUTION_RESULT, FACT_CONSULTATION, PRIVACY_REJECTION,
@@ -96,15 +96,23 @@ def compactable_until(partition: Partition) -> int:
         return read_checkpoint(partition, conn).done_seq
 
 
+# A store that grew before retention (or with it off) sheds its history in steps of at
+# most this many times compact_every_events, one per pass: a compaction is one
+# transaction, and the consolidator does nothing else while it runs.
+STEPS_PER_COMPACTION = 10
+
+
 def retention_due(partition: Partition, retain: int, every: int) -> int | None:
     """The retention policy: the chain position to compact up to so that the newest
-    `retain` positions stay live, once at least `every` positions wait (None: not yet)."""
+    `retain` positions stay live, once at least `every` positions wait (None: not yet),
+    at most STEPS_PER_COMPACTION x `every` positions at a time."""
     with partition.store.read() as conn:
         found = compactions(partition.identity_hash, conn)
         head = partition.head(conn)[0]
         done = read_checkpoint(partition, conn).done_seq
-    until = min(head - retain, done)
-    return until if until - (found[-1].until_seq if found else 0) >= every else None
+    compacted = found[-1].until_seq if found else 0
+    until = min(head - retain, done, compacted + STEPS_PER_COMPACTION * every)
+    return until if until - compacted >= every else None
 
 
 def seq_before(partition: Partition, *, event_id: int | None = None,
@@ -372,6 +380,34 @@ def whole_history(partition: Partition, archive_dir: Path, url: str,
     return rebuilt
 
 
+def history_events(partition: Partition, archive_dir: Path, kinds: Iterable[str],
+                   after_seq: int = 0) -> Iterator[StoredEvent]:
+    """Events of these kinds after `after_seq`, in chain order, across the compactions:
+    from their segments (whole ranges, kept events included), then from the live chain
+    after the newest cut. CompactionError naming a segment that is needed but missing or
+    does not match its compaction."""
+    kinds = frozenset(kinds)
+    with partition.store.read() as conn:
+        found = compactions(partition.identity_hash, conn)
+    for c in found:
+        if c.until_seq <= after_seq:
+            continue
+        path = archive_dir / c.segment
+        if not path.exists() or file_sha256(path) != c.segment_sha256:
+            raise CompactionError(f"events after seq {after_seq} need segment {c.segment} "
+                                  f"(seq {c.from_seq}..{c.until_seq}) in {archive_dir}: "
+                                  + ("missing" if not path.exists()
+                                     else "it does not match its compaction"))
+        _, rows, _ = read_segment(path)
+        for row in rows:
+            if row.seq > after_seq and row.kind in kinds:
+                yield StoredEvent(row.id, row.seq, row.kind, row.stamp_ns,
+                                  plain_json_loads(row.payload_json), row.prev_hash,
+                                  row.event_hash)
+    cut = found[-1].until_seq if found else 0
+    yield from partition.events(kinds, after_seq=max(after_seq, cut))
+
+
 def archived_seq(partition: Partition, archive_dir: Path, event_id: int) -> int | None:
     """The chain position of a compacted event, read from its segment (None: no
     compaction removed it). CompactionError naming the segment when it is not there."""
@@ -407,5 +443,5 @@ def segment_holding(partition: Partition, event_id: int) -> Compaction | None:
 
 
 __all__ = ["COMPACTABLE_KINDS", "ArchiveReport", "CompactionError", "CompactionReport",
-           "archived_seq", "compact", "compactable_until", "default_archive_dir", "forget_segment", "retention_due", "segment_holding", "seq_before",
+           "archived_seq", "compact", "compactable_until", "default_archive_dir", "forget_segment", "history_events", "retention_due", "segment_holding", "seq_before",
            "stays_live", "verify_archives", "whole_history"]

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import result_event
-from robot_memory.compaction import (CompactionError, compact, compactable_until,
-                                     default_archive_dir, forget_segment, segment_holding,
-                                     verify_archives)
+from robot_memory.compaction import (STEPS_PER_COMPACTION, CompactionError, compact,
+                                     compactable_until, default_archive_dir, forget_segment,
+                                     retention_due, segment_holding, verify_archives)
 from robot_memory.consolidation import RulesConfig, consolidation_pass, facts_snapshot
 from robot_memory.consolidation.overrides import record_operator_fact
 from robot_memory.event_kinds import COMPACTION
@@ -267,3 +267,17 @@ def test_replay_reads_the_segments_and_names_a_missing_one(tmp_path):
     segment.rename(tmp_path / "elsewhere")
     out = cli("replay", *ident, "--until-event", "190")
     assert out.returncode == 4 and segment.name in out.stderr
+
+
+def test_retention_sheds_a_long_history_in_steps(tmp_path):
+    partition = MemoryStore(f"sqlite:///{tmp_path / 'm.db'}").partition(IDENT)
+    partition.append_many(stream(5, 300, 1000.0))
+    assert retention_due(partition, retain=10, every=5) is None  # nothing consolidated yet
+    consolidation_pass(partition, CONFIG)
+    steps = []
+    while (until := retention_due(partition, retain=100, every=5)) is not None:
+        steps.append(compact(partition, until, tmp_path / "segments").compaction.until_seq)
+    assert steps[:4] == [STEPS_PER_COMPACTION * 5 * n for n in (1, 2, 3, 4)]
+    # The last one reached retain_events from the head it saw, before its own event.
+    assert steps[-1] == partition.head()[0] - 1 - 100
+    assert verify_archives(partition, tmp_path / "segments").ok

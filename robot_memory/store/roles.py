@@ -72,7 +72,7 @@ def runtime_privileges(table: str) -> str:
 
 def security_statements() -> list[str]:
     """The exact GRANTs and policies `db init` applies (idempotent; printed by
-    `robot-memory db init --print-sql`, quoted in the README)."""
+    `robot-memory db init --print-sql`, quoted in docs/security.md)."""
     statements = [
         "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
         f"CREATE TABLE IF NOT EXISTS {ROBOT_ROLES_TABLE} (role_name text PRIMARY KEY, "

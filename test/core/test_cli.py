@@ -66,7 +66,7 @@ def test_errors_are_one_line_and_non_zero(tmp_path, db_url):
     assert "Traceback" not in result.stderr
 
 
-# The modules that use rclpy (the README's Development section says so); every other
+# The modules that use rclpy (DEVELOPING.md's layout says so); every other
 # module of the package is the core and must import with rclpy unavailable.
 ROS_MODULES = ("robot_memory.ros", "robot_memory.client", "robot_memory.demo.run_demo",
                "robot_memory.sim.grasp_skill", "robot_memory.sim.planner",

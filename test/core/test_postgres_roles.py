@@ -84,14 +84,14 @@ def test_every_identity_table_gets_row_level_security():
             in policies
 
 
-def test_the_readme_states_the_grants_applied():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+def test_the_security_page_states_the_grants_applied():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
     for table, privileges in RUNTIME_PRIVILEGES.items():
-        assert f"GRANT {privileges} ON {table} TO robot_memory_runtime;" in readme
-    assert f"GRANT {DERIVED_PRIVILEGES} ON <table> TO robot_memory_runtime;" in readme
+        assert f"GRANT {privileges} ON {table} TO robot_memory_runtime;" in page
+    assert f"GRANT {DERIVED_PRIVILEGES} ON <table> TO robot_memory_runtime;" in page
     for statement in security_statements():
         if statement.startswith("GRANT") and "ON ALL SEQUENCES" in statement:
-            assert statement in readme
+            assert statement in page
 
 
 def test_the_core_paths_work_under_the_runtime_role(fleet):

@@ -1,29 +1,100 @@
-"""The README is the interface document: it must name every parameter, node and verb."""
+"""The README and the docs/ pages are the interface documents: together they must name
+every parameter, node, verb and interface; their figures are the benchmark files'; and
+every link between them leads somewhere."""
 
+import argparse
 import json
 import re
+import shlex
 from pathlib import Path
 
 from robot_memory.cli import build_parser
 from robot_memory.parameters import node_names, node_parameters
 
 ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text()
+NODES = (DOCS / "nodes.md").read_text()
+PERFORMANCE = (DOCS / "performance.md").read_text()
+CLI = (DOCS / "cli.md").read_text()
+RESULTS = ROOT / "bench" / "results"
 
 
-def test_readme_documents_every_node_and_links_every_parameter():
-    parameters_md = (ROOT / "docs" / "parameters.md").read_text()
-    assert "(docs/parameters.md)" in README
+def _result(name: str) -> dict:
+    return json.loads((RESULTS / f"{name}.json").read_text())
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_readme_is_short_and_links_every_docs_page():
+    assert len(README.splitlines()) <= 300
+    for page in sorted(DOCS.glob("*.md")):
+        assert f"(docs/{page.name})" in README, page.name
+    assert "(DEVELOPING.md)" in README
+
+
+def test_readme_test_command_is_the_one_ci_runs():
+    block = README[README.index("## The two commands"):]
+    block = block[block.index("```bash\n") + 8:]
+    block = block[:block.index("```")]
+    (command,) = [line.split("#")[0].strip() for line in block.splitlines()
+                  if line.startswith("make test")]
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert command in ci, command
+    target = shlex.split(command)[1]
+    assert re.search(rf"^{target}: setup\n\t.*python -m pytest", (ROOT / "Makefile").read_text(),
+                     re.MULTILINE)
+    assert "make run" in README
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
+    return {_slug(line.lstrip("#")) for line in text.splitlines() if line.startswith("#")}
+
+
+def test_every_link_between_the_documents_leads_somewhere():
+    pages = [ROOT / "README.md", ROOT / "DEVELOPING.md", ROOT / "bench" / "README.md",
+             *sorted(DOCS.glob("*.md"))]
+    for page in pages:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
+        for link in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", link):
+                continue
+            path, _, anchor = link.partition("#")
+            target = (page.parent / path) if path else page
+            assert target.exists(), f"{page.name}: {link}"
+            if anchor and target.suffix == ".md":
+                assert anchor in _anchors(target), f"{page.name}: {link}"
+
+
+def test_nothing_cites_a_design_document_that_is_not_in_the_repository():
+    texts = [ROOT / "README.md", ROOT / "bench" / "README.md", *DOCS.glob("*.md"),
+             *(ROOT / "bench").glob("*.py"), *(ROOT / "robot_memory").rglob("*.py")]
+    for path in texts:
+        assert not re.search(r"(?<![\w/])DESIGN\.md", path.read_text()), path.name
+
+
+def test_nodes_page_documents_every_node_and_links_every_parameter():
+    parameters_md = (DOCS / "parameters.md").read_text()
+    assert "(docs/parameters.md)" in README and "(parameters.md)" in NODES
     for node in node_names():
-        assert f"### {node}" in README
+        assert f"| `{node}` |" in README, node
+        assert f"## {node}" in NODES, node
         assert f"## `{node}`" in parameters_md
         for name in node_parameters(node):
             assert f"`{name}`" in parameters_md, name
 
 
-def test_readme_short_parameter_table_names_real_parameters():
+def test_nodes_page_short_parameter_table_names_real_parameters():
     declared = {name for node in node_names() for name in node_parameters(node)}
-    table = README[README.index("### Parameters"):README.index("## Interfaces")]
+    table = NODES[NODES.index("## Parameters"):NODES.index("## Interfaces")]
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     assert rows
     for row in rows:
@@ -31,45 +102,91 @@ def test_readme_short_parameter_table_names_real_parameters():
             assert name in declared, name
 
 
-def test_readme_boot_check_figures_are_the_benchmark_file():
-    result = json.loads((ROOT / "bench" / "results" / "boot_check.json").read_text())
-    assert f"{result['incremental_boot_check']['median_ms'] / 1000:.2f} s median" in README
-    assert f"{result['first_boot_check_no_checkpoint_ms'] / 1000:.1f} s" in README
-    assert f"takes {result['full_check_ms'] / 1000:.1f} s" in README
-
-
 def test_readme_cites_documents_by_title():
-    for text in (README, *(path.read_text() for path in (ROOT / "robot_memory").rglob("*.py"))):
+    texts = [README, (ROOT / "DEVELOPING.md").read_text(),
+             *(path.read_text() for path in DOCS.glob("*.md")),
+             *(path.read_text() for path in (ROOT / "robot_memory").rglob("*.py"))]
+    for text in texts:
         assert not re.search(r"seed 0\d\d|invariant \d", text, re.IGNORECASE)
 
 
-def test_readme_documents_every_cli_verb_and_the_two_commands():
+def test_readme_and_cli_page_document_every_cli_verb():
     verbs = build_parser()._subparsers._group_actions[0].choices
     for verb in verbs:
         assert f"robot-memory {verb}" in README, verb
-    assert "make run" in README and "make test" in README
+        assert f"robot-memory {verb}" in CLI, verb
 
 
-def test_readme_documents_every_interface():
-    root = Path(__file__).resolve().parents[2]
-    for path in sorted((root / "msg").glob("*.msg")) + sorted((root / "srv").glob("*.srv")):
+def test_cli_page_names_every_option_of_every_verb():
+    def options(parser, verb):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from options(sub, f"{verb} {name}")
+            yield from ((verb, o) for o in action.option_strings
+                        if o.startswith("--") and o != "--help")
+
+    for verb, parser in build_parser()._subparsers._group_actions[0].choices.items():
+        for where, option in options(parser, verb):
+            assert option in CLI, f"robot-memory {where} {option}"
+
+
+def test_readme_and_nodes_page_document_every_interface():
+    for path in sorted((ROOT / "msg").glob("*.msg")) + sorted((ROOT / "srv").glob("*.srv")):
         assert f"`{path.parent.name}/{path.stem}`" in README, path.name
+        assert f"`{path.parent.name}/{path.stem}`" in NODES, path.name
 
 
-def test_readme_ingest_figures_are_the_benchmark_file():
-    result = json.loads((ROOT / "bench" / "results" / "ingest.json").read_text())
+def test_readme_key_figures_are_the_benchmark_files():
+    rows = {line.split("|")[1].strip(): line for line in README.splitlines()
+            if line.startswith("| ") and line.count("|") == 4}
+    ground = _result("grounding_latency")
+    assert f"| {ground['p99_ratio']}x a do-nothing service |" in rows[
+        "`ground` p99, 10^6 events and 10^4 facts stored, under load"]
+    ingest = _result("ingest")
+    assert f"| {ingest['cpu_budget_at_1000']['live_cores']} core |" in rows[
+        "logger CPU at 1,000 results/s"]
+    ratios = {rate["stored_vs_noop"] for rate in ingest["modes"]["four_process"]["rates"]}
+    assert f"| {min(ratios)} |" in rows[
+        "results stored / received by a do-nothing subscriber, up to 2,000/s"]
+    passes = _result("consolidation_pass")
+    full = passes["full_pass_seed_shaped"]
+    assert (f"| {full['median_ms']} ms (paper: {full['seed_paper_ms']:.0f} ms) |"
+            in rows["full pass over 10^5 events"])
+    inc = passes["incremental"]
+    assert (f"| {inc['median_ms']} ms, {inc['over_full_pass']}x the full pass |"
+            in rows["pass after 1,000 new events on 10^6, 10^4-fact key space"])
+    boot = _result("boot_check")["incremental_boot_check"]["median_ms"]
+    assert f"| {boot / 1000:.2f} s |" in rows["boot check at 10^6 events (with a checkpoint)"]
+    sidecar = _result("sidecar_memory")["one_process"]["total_peak_mb"]
+    assert f"| {sidecar} MB |" in rows["whole sidecar in one process, 10^6 events, 10^4 facts"]
+    effect = _result("sim_closed_loop")["effect"]
+    assert (f"| {effect['unproductive_with']} against {effect['unproductive_without']} "
+            f"(-{effect['reduction'] * 100:.1f} %) |") in rows[
+        "MuJoCo grasp loop: unproductive attempts, with memory against without"]
+
+
+def test_performance_page_boot_check_figures_are_the_benchmark_file():
+    result = _result("boot_check")
+    text = _words(PERFORMANCE)
+    assert f"{result['incremental_boot_check']['median_ms'] / 1000:.2f} s median" in text
+    assert f"{result['first_boot_check_no_checkpoint_ms'] / 1000:.1f} s" in text
+    assert f"takes {result['full_check_ms'] / 1000:.1f} s" in text
+
+
+def test_performance_page_ingest_figures_are_the_benchmark_file():
+    result = _result("ingest")
     for rate in result["modes"]["four_process"]["rates"]:
         assert (f"| {rate['rate_per_s']} | {rate['sent']} | {rate['noop_received']} | "
-                f"{rate['stored']} | {rate['stored_vs_noop']} |") in README
-        assert f"| {rate['logger_cores']} ({rate['logger_cores_dds_threads']}) |" in README
+                f"{rate['stored']} | {rate['stored_vs_noop']} |") in PERFORMANCE
+        assert f"| {rate['logger_cores']} ({rate['logger_cores_dds_threads']}) |" in PERFORMANCE
     cores = result["cpu_budget_at_1000"]["live_cores"]
     met = result["goals"]["four_process"]["cpu_at_most_0_1_core_at_1000"]
-    words = " ".join(README.split())
-    assert f"**{cores} core, goal 0.1 {'met' if met else 'missed'}" in words
+    assert f"**{cores} core, goal 0.1 {'met' if met else 'missed'}" in _words(PERFORMANCE)
 
 
-def test_readme_hostile_input_figures_are_the_benchmark_file():
-    result = json.loads((ROOT / "bench" / "results" / "hostile_input.json").read_text())
+def test_performance_page_hostile_input_figures_are_the_benchmark_file():
+    result = _result("hostile_input")
     for mode, m in result["modes"].items():
         process, rss = max(m["rss_max_by_phase"].items(),
                            key=lambda kv: kv[1]["hostile_over_baseline"])
@@ -79,4 +196,47 @@ def test_readme_hostile_input_figures_are_the_benchmark_file():
                 f"{m['stored']['valid_sent']} "
                 f"({m['logger_diagnostics_at_end']['lost_total']} dds_lost) | "
                 f"{ground['baseline']['p99_ms']:.1f} -> {ground['hostile']['p99_ms']:.1f} ms "
-                f"({ground['p99_ratio']}x) |") in README, mode
+                f"({ground['p99_ratio']}x) |") in PERFORMANCE, mode
+
+
+def test_performance_page_pass_and_latency_figures_are_the_benchmark_files():
+    text = _words(PERFORMANCE)
+    passes = _result("consolidation_pass")
+    for row in passes["scaling"]["rows"]:
+        assert (f"| {row['events']:,} | {row['median_ms']} | {row['p90_ms']} | "
+                f"{row['checkpoint_after_median_ms']} | {row['rss_baseline_mb']} | "
+                f"{row['rss_peak_mb']} | {row['fact_rows']:,} |") in PERFORMANCE
+    assert f"{passes['full_pass_seed_shaped']['median_ms']} ms median" in text
+    assert f"{passes['full_pass_key_space']['over_bare_group_by']}x a bare SQLite" in text
+    assert f"{passes['incremental']['over_full_pass']}x the full pass" in text
+    ground = _result("grounding_latency")
+    assert f"p99 ratio of {ground['p99_ratio']} (goal <= 1.5: **met**)" in text
+    sidecar = _result("sidecar_memory")
+    assert f"**met**, at {sidecar['one_process']['total_peak_mb']} MB" in text
+
+
+def test_performance_page_at_a_glance_is_the_benchmark_files():
+    table = PERFORMANCE[PERFORMANCE.index("## At a glance"):PERFORMANCE.index("## Grounding")]
+    rows = [(line.split("|")[3].strip(), line.split("|")[2]) for line in table.splitlines()
+            if line.startswith("| ") and not line.startswith("| goal")]
+    passes = _result("consolidation_pass")
+    expected = {
+        "grounding_latency.json": [f"{_result('grounding_latency')['p99_ratio']}x"],
+        "ingest.json": [f"{_result('ingest')['cpu_budget_at_1000']['live_cores']} core"],
+        "boot_check.json": [
+            f"{_result('boot_check')['incremental_boot_check']['median_ms'] / 1000:.2f} s"],
+        "sidecar_memory.json": [f"{_result('sidecar_memory')['one_process']['total_peak_mb']} MB"],
+        "report.json": [f"{_result('report')['report_cli']['median_ms'] / 1000:.1f} s"],
+    }
+    for file, figures in expected.items():
+        cells = " ".join(cell for name, cell in rows if name == f"`{file}`")
+        for figure in figures:
+            assert figure in cells, (file, figure)
+    cells = [line for line in table.splitlines() if "`consolidation_pass.json`" in line]
+    text = " ".join(cells)
+    for figure in (f"{passes['full_pass_seed_shaped']['median_ms']} ms",
+                   f"{passes['full_pass_key_space']['over_bare_group_by']}x",
+                   f"{passes['incremental']['over_full_pass']}x",
+                   f"{passes['incremental']['median_ms']} ms",
+                   f"{passes['scaling']['rows'][-1]['rss_peak_mb']} MB"):
+        assert figure in text, figure

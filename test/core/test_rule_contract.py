@@ -2,41 +2,56 @@
 rule added through the documented interface only, taken from the page's code block) and
 on the four rules v1.
 
-A rule is folded here exactly as the page describes a pass doing it: extract each
-record into (group, item) pairs, fold each item into its group's JSON state, render
-each group. The properties every rule must have: the facts do not depend on the order
-of the records, nor on how they are cut into passes (the state is stored as JSON
-between passes), and a record the rule cannot use is skipped with a reason.
+The methods the page documents are those of the `Rule` protocol and exactly those that
+a consolidation pass, `explain` and the reference engine call on a rule, so a rule
+written from the page runs. The example runs in real passes beside the four rules. The
+properties every rule must have: the facts do not depend on the order of the records,
+nor on how they are cut into passes (the state is stored as JSON between passes), the
+per-record path (extract, fold) gives the facts the pass gives, and a record the rule
+cannot use is skipped with a reason.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
+import oracle_consolidation
 import pytest
 
+from robot_memory import explain
 from robot_memory.canonical import canonical_json
-from robot_memory.consolidation.rules import RULES, RulesConfig, SkipRecord
+from robot_memory.consolidation import consolidation_pass, facts_snapshot
+from robot_memory.consolidation.rules import RULES, Rule, RulesConfig, SkipRecord
 from robot_memory.records import ExecutionRecord
+from robot_memory.store import MemoryStore
 
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 
 
+PASS = importlib.import_module("robot_memory.consolidation.consolidation_pass")
+IDENT = "d" * 64
+
+
+def _block_of_the_page(marker: str) -> str:
+    text = DOC.read_text(encoding="utf-8")
+    return next(part.split("```", 1)[0] for part in text.split("```python\n")[1:]
+                if marker in part)
+
+
 def _example_from_the_page():
     """The worked example of docs/rules.md, run as the page prints it."""
-    text = DOC.read_text(encoding="utf-8")
-    block = next(part.split("```", 1)[0] for part in text.split("```python\n")[1:]
-                 if "class SkillDuration" in part)
     namespace: dict[str, Any] = {}
-    exec(compile(block, str(DOC), "exec"), namespace)
-    return namespace["SkillDuration"]
+    exec(compile(_block_of_the_page("class TriedParameters"), str(DOC), "exec"), namespace)
+    return namespace["TriedParameters"]
 
 
-SkillDuration = _example_from_the_page()
+TriedParameters = _example_from_the_page()
 
 
 def fold_in_passes(rule, records: list[tuple[int, ExecutionRecord]], config: RulesConfig,
@@ -87,7 +102,7 @@ def _records(seed: int, count: int = 60) -> list[tuple[int, ExecutionRecord]]:
     return records
 
 
-@pytest.mark.parametrize("rule", [SkillDuration(), *RULES], ids=lambda rule: rule.kind)
+@pytest.mark.parametrize("rule", [TriedParameters(), *RULES], ids=lambda rule: rule.kind)
 def test_facts_do_not_depend_on_order_or_on_cuts_into_passes(rule):
     config = RulesConfig()
     records = _records(seed=3)
@@ -100,24 +115,131 @@ def test_facts_do_not_depend_on_order_or_on_cuts_into_passes(rule):
         assert fold_in_passes(rule, records, config, cuts) == (expected, skipped), cuts
 
 
-def test_the_example_rule_renders_what_the_page_shows():
-    config = RulesConfig()
-    records = [(i + 1, ExecutionRecord(stamp_ns=(100 + i) * 10**9, skill_id="navigation.dock",
-                                       environment="kitchen", success=True, duration_s=d))
-               for i, d in enumerate([2.0, 2.5, 3.0, 0.0, 2.5])]
-    facts, skipped = fold_in_passes(SkillDuration(), records, config, cuts=[2])
-    (fact,) = json.loads(facts)
-    assert skipped == {"skill_duration:no_duration": 1}
-    assert fact["key"] == "navigation.dock + kitchen" and fact["status"] == "active"
-    assert fact["value"]["n"] == 4 and fact["value"]["mean_s"] == 2.5
-    assert fact["value"]["band_s"]["median"] == 2.5 and fact["confidence"] == 0.571429
-    assert (fact["last_event_id"], fact["last_updated_ns"]) == (5, 104 * 10**9)
+# -- the documented methods are the protocol's, and those the code calls -------------
+def _documented_members() -> set[str]:
+    block = _block_of_the_page("class Rule(Protocol)")
+    return set(re.findall(r"^    def (\w+)\(", block, re.MULTILINE)) | set(
+        re.findall(r"^    (\w+): \w+", block, re.MULTILINE))
 
 
-def test_the_example_rule_meets_the_protocol_the_page_documents():
-    rule = SkillDuration()
-    for name in ("kind", "extract", "fold", "render"):
-        assert hasattr(rule, name)
-    assert all(hasattr(rule, name) for real in RULES for name in ("kind", "extract", "fold",
-                                                                    "render"))
-    assert rule.kind not in {real.kind for real in RULES}
+def test_the_page_documents_the_rule_protocol():
+    protocol = {name for name, value in vars(Rule).items()
+                if callable(value) and not name.startswith("_")} | set(Rule.__annotations__)
+    assert _documented_members() == protocol
+    for rule in (TriedParameters(), *RULES):
+        assert all(hasattr(rule, name) for name in protocol), rule.kind
+
+
+def _recording(rule, seen: set[str]):
+    """The rule, noting every attribute the code reads from it in `seen`."""
+
+    class Recorded(type(rule)):
+        def __getattribute__(self, name):
+            if not name.startswith("__"):
+                seen.add(name)
+            return super().__getattribute__(name)
+
+    recorded = object.__new__(Recorded)
+    recorded.__dict__.update(vars(rule))
+    return recorded
+
+
+def _append(part, records: list[ExecutionRecord]) -> None:
+    for record in records:
+        part.append("execution_result", record.payload(), record.stamp_ns)
+
+
+def _dock_records() -> list[ExecutionRecord]:
+    """The results of the page's worked example."""
+    return [ExecutionRecord(stamp_ns=(100 + i) * 10**9, skill_id="navigation.dock",
+                            target_class="dock_a", environment="lab", success=i != 2,
+                            failure_reason="" if i != 2 else "missed",
+                            parameters={} if speed is None else {"speed": speed})
+            for i, speed in enumerate([0.2, 0.3, 0.3, None, 0.4])]
+
+
+def test_the_documented_methods_are_those_the_pass_explain_and_the_reference_call(
+        tmp_path, monkeypatch):
+    seen: dict[str, set[str]] = {"pass": set(), "explain": set(), "reference": set()}
+    records = [record for _, record in _records(seed=4, count=40)]
+
+    def rules_for(caller: str) -> tuple:
+        return tuple(_recording(rule, seen[caller]) for rule in RULES)
+
+    store = MemoryStore(f"sqlite:///{tmp_path / 'pass.db'}")
+    part = store.partition(IDENT)
+    _append(part, records[:25])
+    monkeypatch.setattr(PASS, "RULES", rules_for("pass"))
+    monkeypatch.setattr(PASS, "RULES_BY_KIND", {rule.kind: rule for rule in PASS.RULES})
+    consolidation_pass(part)
+    _append(part, records[25:])
+    consolidation_pass(part)  # merges into stored states
+    monkeypatch.setattr(explain, "RULES_BY_KIND", {r.kind: r for r in rules_for("explain")})
+    for fact in {fact.kind: fact for fact in part.facts()}.values():
+        explain.explain_fact(part, fact)
+    store.close()
+
+    reference = MemoryStore(f"sqlite:///{tmp_path / 'reference.db'}")
+    part = reference.partition(IDENT)
+    _append(part, records)
+    monkeypatch.setattr(oracle_consolidation, "RULES", rules_for("reference"))
+    monkeypatch.setattr(oracle_consolidation, "RULES_BY_KIND",
+                        {rule.kind: rule for rule in oracle_consolidation.RULES})
+    oracle_consolidation.consolidation_pass(part)
+    reference.close()
+
+    documented = _documented_members()
+    assert seen["pass"] == {"kind", "add_outcome", "add_values", "merge", "fact_keys",
+                            "render"}
+    assert seen["explain"] == {"kind", "extract", "fact_key_of"}
+    assert seen["reference"] <= {"kind", "extract", "fold", "render"}
+    assert set().union(*seen.values()) == documented
+
+
+# -- the page's example runs -----------------------------------------------------------
+def test_the_example_rule_renders_what_the_page_shows_in_a_real_pass(tmp_path, monkeypatch):
+    monkeypatch.setattr(PASS, "RULES", (*RULES, TriedParameters()))
+    monkeypatch.setattr(PASS, "RULES_BY_KIND", {rule.kind: rule for rule in PASS.RULES})
+    store = MemoryStore(f"sqlite:///{tmp_path / 'm.db'}")
+    part = store.partition(IDENT)
+    _append(part, _dock_records())  # events 1 to 5
+    consolidation_pass(part)
+    assert consolidation_pass(part).facts_touched == 0
+    (fact,) = [f for f in part.facts() if f.kind == "tried_parameters"]
+    assert fact.key == "navigation.dock + dock_a" and fact.status == "active"
+    assert fact.n_observations == 5 and fact.value["n"] == 5
+    speed = fact.value["parameters"]["speed"]
+    assert (speed["median"], speed["n"], speed["min"], speed["max"]) == (0.3, 4, 0.2, 0.4)
+    assert fact.confidence == 0.625
+    assert (fact.last_supporting_event_id, fact.last_updated_ns) == (5, 104 * 10**9)
+    monkeypatch.setattr(explain, "RULES_BY_KIND", PASS.RULES_BY_KIND)
+    assert explain.explain_fact(part, fact)["supporting_events"]["count"] == 5
+    store.close()
+
+
+def test_the_example_rule_gives_the_same_facts_by_both_paths_and_any_cuts(tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.setattr(PASS, "RULES", (TriedParameters(),))
+    monkeypatch.setattr(PASS, "RULES_BY_KIND", {"tried_parameters": PASS.RULES[0]})
+    records = _records(seed=6)
+    folded, _ = fold_in_passes(TriedParameters(), records, RulesConfig(), cuts=[9, 30])
+    snapshots = set()
+    for n, cuts in enumerate(([], [1, 2, 3], [20, 41])):
+        store = MemoryStore(f"sqlite:///{tmp_path / f'{n}.db'}")
+        part = store.partition(IDENT)
+        for index, (_, record) in enumerate(records):
+            if index in cuts:
+                consolidation_pass(part)
+            _append(part, [record])
+        consolidation_pass(part)
+        snapshots.add(facts_snapshot(part))
+        passed = canonical_json([{"kind": f.kind, "key": f.key, "value": f.value,
+                                  "status": f.status, "confidence": f.confidence,
+                                  "n": f.n_observations,
+                                  "last_event_id": f.last_supporting_event_id,
+                                  "last_updated_ns": f.last_updated_ns}
+                                 for f in sorted(part.facts(), key=lambda f: f.key)])
+        if not cuts:  # event ids are the records' only when no run event comes between
+            assert passed == folded
+        store.close()
+    assert len(snapshots) == 1

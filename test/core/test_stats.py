@@ -73,7 +73,7 @@ def test_two_proportion_z_is_zero_when_undefined():
 
 
 def test_contest_threshold_is_the_quoted_p_value():
-    # README: |z| >= 3.0 is p < 0.003 (two-sided)
+    # docs/consolidation.md: |z| >= 3.0 is p < 0.003 (two-sided)
     assert 2 * scipy_stats.norm.sf(3.0) < 0.003
 
 

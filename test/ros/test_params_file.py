@@ -1,5 +1,5 @@
-"""The launch file's `params_file`: its default sets nothing, and a file written as the
-README shows sets the parameters of the node it names, parsed by rcl itself."""
+"""The launch file's `params_file`: its default sets nothing, and a file written as
+docs/install.md shows sets the parameters of the node it names, parsed by rcl itself."""
 
 import re
 from pathlib import Path
@@ -33,9 +33,9 @@ def test_the_default_params_file_sets_nothing():
     assert _declared("consolidator", NO_PARAMETERS) == node_defaults("consolidator")
 
 
-def test_the_readme_example_sets_the_named_nodes_parameters(tmp_path):
-    readme = (ROOT / "README.md").read_text()
-    example = re.search(r"```yaml\n(/\*\*/consolidator:.*?)```", readme, re.DOTALL).group(1)
+def test_the_install_page_example_sets_the_named_nodes_parameters(tmp_path):
+    install = (ROOT / "docs" / "install.md").read_text()
+    example = re.search(r"```yaml\n(/\*\*/consolidator:.*?)```", install, re.DOTALL).group(1)
     params_file = tmp_path / "params.yaml"
     params_file.write_text(example)
     consolidator = _declared("consolidator", params_file)

@@ -28,7 +28,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from robot_memory.errors import InputError, StoreFailure
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
@@ -46,6 +46,13 @@ PRIVACY_PREFIX = "privacy_"
 LOSS_CAUSES = ("backlog_full", "dds_lost", "store_error")
 
 Log = Callable[[str, str], None]  # (level "warning" | "error" | "info", text)
+
+
+class Receipt(Protocol):
+    """More of how a result was received, recorded in its payload beside its fields
+    (ros/redelivery.py's SampleId: the DDS sample it came in)."""
+
+    def record_in(self, payload: dict[str, Any]) -> None: ...
 
 
 class Refused(InputError):
@@ -118,21 +125,25 @@ class Ingest:
         refusal also queues a privacy_rejection event naming the field and category)."""
         return self._validated(validate_record, data, source)
 
-    def take_event(self, data: dict[str, Any], source: str, received_ns: int = 0) -> NewEvent:
+    def take_event(self, data: dict[str, Any], source: str, received_ns: int = 0,
+                   receipt: Receipt | None = None) -> NewEvent:
         """`take`, giving the event to queue (`submit_events`, `record_event`) instead of
         a record, for a caller that gives `data` away: it may become the event's payload.
         The topics' intake needs no record object, and making one cost a sixth of its
         work. `received_ns` is recorded in the payload, and a stamp too far ahead of it is
-        replaced by it (`receipt.at_receipt`; counted in clock_skew)."""
+        replaced by it (`receipt.at_receipt`; counted in clock_skew). `receipt`, when
+        given, records more of how the result came in (the DDS sample) in the payload."""
         stamp_ns, payload = self._validated(validated_payload, data, source)
         stamp_ns, skewed = at_receipt(payload, stamp_ns, received_ns, self._max_ahead_ns)
+        if receipt is not None:
+            receipt.record_in(payload)
         if skewed:
             with self._cond:
                 self.clock_skew += 1
         return NewEvent(EXECUTION_RESULT, payload, stamp_ns, True, True)
 
     def take_received(self, read: Callable[[Any], dict[str, Any]], given: Any, source: str,
-                      received_ns: int) -> NewEvent | Refused:
+                      received_ns: int, receipt: Receipt | None = None) -> NewEvent | Refused:
         """One result `given` as a receiver got it at `received_ns`, its fields
         read(given) (a stamp of 0, not stamped by its producer, becomes the receipt
         time): its event (`take_event`), or the Refused saying why not, counted. It never
@@ -148,7 +159,7 @@ class Ingest:
             data = read(given)
             if not data["stamp_ns"]:
                 data["stamp_ns"] = received_ns
-            return self.take_event(data, source, received_ns)
+            return self.take_event(data, source, received_ns, receipt)
         except InvalidRecord as exc:
             return self.refuse_invalid(exc, source)
         except Refused as exc:

@@ -3,13 +3,17 @@
 A lifecycle node over `robot_memory.ingest.Ingest`, which holds the queue, the writer
 thread and the counts. While active it subscribes to `execution_results` (and
 `result_topics`); an intake thread takes whatever has arrived every `intake_period_s`,
-reads, validates and queues it, so the single-threaded executor only serves services
-and timers, and the writer thread does all the I/O. `record_event` exists from startup: it answers
-`inactive` with the reason until the node is active, then only once its event is
-committed (an async callback, so waiting for the commit never holds up the topics).
+reads, validates and queues it, so the single-threaded executor only serves services,
+timers and the readers' rare message-lost events, and the writer thread does all the I/O.
+`record_event` exists from startup: it answers `inactive` with the reason until the node
+is active, then only once its event is committed (an async callback, so waiting for the
+commit never holds up the topics). With `durable_results` the readers are
+transient-local: a restarted logger gets what the publishers still hold, and stores each
+result once (ros/redelivery.py).
 Whatever is not stored is counted by cause (validation reasons, privacy, store_full,
 backlog_full, store_error, and dds_lost from the subscriptions' message-lost event) and
-shown on /diagnostics, WARN when anything was lost.
+shown on /diagnostics, WARN when anything was lost; results delivered again and already
+stored are skipped and counted apart (redelivered), not as a loss.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ import threading
 import time
 from collections import Counter
 
-from rclpy.callback_groups import CallbackGroup
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import QoSMessageLostInfo, SubscriptionEventCallbacks
+from rclpy.subscription import Subscription
 from rclpy.task import Future as RosFuture
 
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
@@ -35,6 +40,7 @@ from robot_memory.ros.heap import release_freed_memory
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import execution_results_reader_qos
+from robot_memory.ros.redelivery import Redelivery, SampleId, sample_of, stored_samples
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.unheard_publishers import UnheardPublishers
 from robot_memory.srv import RecordEvent
@@ -52,21 +58,21 @@ HOLD_AT_MOST = 5000
 TRIM_AFTER_WRITTEN = 5000
 
 
-class TakenByIntake(CallbackGroup):
-    """A callback group the executor never runs. rclpy rebuilds its whole wait set for
-    every callback it hands out, which costs far more than a result itself; the result
-    subscriptions (and their message-lost events) sit in this group, out of the wait
-    set, and the intake thread takes whatever has arrived on them: one wake-up per
-    period, not one per result."""
+class TakenByIntake(ReentrantCallbackGroup):
+    """The result subscriptions' callback group, whose subscriptions the executor never
+    runs. rclpy rebuilds its whole wait set for every callback it hands out, which costs
+    far more than a result itself; the subscriptions stay out of the wait set, and the
+    intake thread takes whatever has arrived on them: one wake-up per period, not one per
+    result. Their message-lost events (created in the subscription's group) are the
+    executor's: they do not wake it as results arrive (measured on Jazzy and Kilted with
+    rmw_fastrtps and config/fastdds_profiles.xml: no more wake-ups than without them),
+    and rclpy offers no public way to poll them."""
 
     def can_execute(self, entity) -> bool:
-        return False
+        return not isinstance(entity, Subscription)
 
     def beginning_execution(self, entity) -> bool:
-        return False
-
-    def ending_execution(self, entity) -> None:
-        pass
+        return not isinstance(entity, Subscription)
 
 
 def _taken_by_intake_only(_data) -> None:
@@ -113,8 +119,11 @@ class EpisodicLogger(ManagedMemoryNode):
         self.ingest: Ingest | None = None
         self._taken_by_intake = TakenByIntake()
         self._intake: IntakeThread | None = None
-        self._lost_events: dict = {}
         self._result_subscriptions: dict = {}
+        # What the log holds of the samples publishers may deliver again; read by the
+        # intake thread before its first take (None until then).
+        self._redelivery: Redelivery | None = None
+        self._redelivered = 0  # samples skipped as already stored, over all activations
         # Rejections are counted one by one, but logged at most once a second per topic
         # and reason: a flood of bad results must not cost a log line each.
         self._log_throttle = LogThrottle()
@@ -125,7 +134,8 @@ class EpisodicLogger(ManagedMemoryNode):
         self._written_at_last_trim = 0
         self.diagnostics = DiagnosticsPublisher(self)
         self._reader_qos = execution_results_reader_qos(self.params["history_depth"],
-                                                        self.params["keep_all_history"])
+                                                        self.params["keep_all_history"],
+                                                        self.params["durable_results"])
         self._unheard = UnheardPublishers()
         # From startup, so a producer learns why nothing is recorded instead of waiting.
         self.create_service(RecordEvent, "record_event", self.on_record_event)
@@ -151,7 +161,6 @@ class EpisodicLogger(ManagedMemoryNode):
             subscription = self.create_subscription(
                 ExecutionResult, topic, _taken_by_intake_only, qos,
                 callback_group=self._taken_by_intake, event_callbacks=events, raw=True)
-            self._lost_events[topic] = subscription.event_handlers
             self._result_subscriptions[topic] = subscription
             self.active_entities.append(subscription)
         self._intake = IntakeThread(self.params["intake_period_s"], self.take_arrived,
@@ -161,7 +170,6 @@ class EpisodicLogger(ManagedMemoryNode):
 
     def stop(self) -> None:
         self._result_subscriptions.clear()
-        self._lost_events.clear()
         self.close()
 
     def close(self) -> None:
@@ -170,6 +178,7 @@ class EpisodicLogger(ManagedMemoryNode):
         intake, self._intake = self._intake, None
         if intake is not None:
             intake.stop()  # nothing is queued once the queue is being drained
+        self._redelivery = None  # read again from the log at the next activation
         ingest, self.ingest = self.ingest, None
         if ingest is not None:
             ingest.close()
@@ -181,10 +190,10 @@ class EpisodicLogger(ManagedMemoryNode):
             store.close()
 
     # -- intake -----------------------------------------------------------------------
-    def _take(self, ingest: Ingest, read, given, source: str,
-              received_ns: int) -> NewEvent | Refused:
+    def _take(self, ingest: Ingest, read, given, source: str, received_ns: int,
+              sample: SampleId | None = None) -> NewEvent | Refused:
         """`Ingest.take_received`, its refusal logged here."""
-        taken = ingest.take_received(read, given, source, received_ns)
+        taken = ingest.take_received(read, given, source, received_ns, sample)
         if isinstance(taken, Refused):
             self._log_refusal(taken, source)
         return taken
@@ -198,42 +207,66 @@ class EpisodicLogger(ManagedMemoryNode):
 
     def take_arrived(self) -> None:
         """One round of the intake thread: take every result that has arrived, topic by
-        topic, and any message-lost report. Those event handlers are polled here too: in
-        the executor's wait set, every arriving message woke it (the subscription's DDS
-        listener signals them), which cost about as much as taking the message. The
-        round's start is the receipt time of what it takes (within intake_period_s)."""
+        topic, skipping those the log holds already (a publisher delivers its history
+        again to a restarted logger). The round's start is the receipt time of what it
+        takes (within intake_period_s)."""
         taken_any, ingest = False, self.ingest
+        if ingest is None:
+            return
+        # Volatile readers get nothing again: no sample to recognise, none recorded.
+        durable = self.params["durable_results"]
+        redelivery = (self._redelivery or self._read_what_the_log_holds(ingest)) \
+            if durable else None
         received_ns = self.get_clock().now().nanoseconds
+        redelivered = 0
         for topic, subscription in list(self._result_subscriptions.items()):
             events = []
-            room = 0 if ingest is None else \
-                min(HOLD_AT_MOST, ingest.max_pending) - ingest.pending
+            room = min(HOLD_AT_MOST, ingest.max_pending) - ingest.pending
             try:
+                # rclpy has no public take: its own wait_for_message and executors take
+                # this way (Subscription.handle.take_message, on Jazzy and Kilted alike).
                 with subscription.handle:
                     for _ in range(max(0, room)):
                         taken = subscription.handle.take_message(subscription.msg_type, True)
                         if taken is None:
                             break
                         taken_any = True
-                        events.append(self.on_execution_result(taken[0], topic, received_ns))
+                        data, info = taken
+                        sample = sample_of(info) if durable else None
+                        if sample is not None and not redelivery.is_new(sample):
+                            redelivered += 1
+                            continue
+                        events.append(self.on_execution_result(data, topic, received_ns,
+                                                               sample))
             finally:  # what was taken is queued, whatever ended the loop
                 self._submit(events, topic)
-            for handler in self._lost_events.get(topic, ()):
-                handler._ready_to_take_data = True  # rclpy offers no public poll
-                info = handler.take_data()
-                if info is not None and info.total_count_change > 0:
-                    self.on_message_lost(info)
-        if taken_any and ingest is not None:
+        if redelivered:
+            self._redelivered += redelivered
+            self._log_at_most_once_a_second(
+                "redelivered", "info", f"{redelivered} results delivered again by their "
+                "publishers were stored already: skipped (redelivered)")
+        if taken_any:
             ingest.write_now()
 
-    def on_execution_result(self, data: bytes, topic: str,
-                            received_ns: int) -> NewEvent | None:
-        """One result taken from a topic, serialized: its event, to be queued (with the
-        rest of the round, by _submit), or None when it was refused (and counted)."""
+    def _read_what_the_log_holds(self, ingest: Ingest) -> Redelivery:
+        """The samples among the newest redelivery_window events of the log, before the
+        first take of an activation (a store that fails here fails the round: retried
+        next period, while the results wait in the readers)."""
+        redelivery = Redelivery(self.params["redelivery_window"])
+        redelivery.remember(*stored_samples(ingest.partition, self.params["redelivery_window"]))
+        self._redelivery = redelivery
+        return redelivery
+
+    def on_execution_result(self, data: bytes, topic: str, received_ns: int,
+                            sample: SampleId | None = None) -> NewEvent | None:
+        """One result taken from a topic, serialized, and the DDS sample it came in
+        (recorded in its payload): its event, to be queued (with the rest of the round,
+        by _submit), or None when it was refused (and counted)."""
         ingest = self.ingest
         if ingest is None:
             return None
-        taken = self._take(ingest, serialized_result_fields, data, topic, received_ns)
+        taken = self._take(ingest, serialized_result_fields, data, topic, received_ns,
+                           sample)
         return None if isinstance(taken, Refused) else taken
 
     def _submit(self, events: list[NewEvent | None], topic: str) -> None:
@@ -249,6 +282,8 @@ class EpisodicLogger(ManagedMemoryNode):
     def on_message_lost(self, info: QoSMessageLostInfo) -> None:
         """DDS reports results it dropped before we could take them."""
         lost = int(info.total_count_change)
+        if lost <= 0:
+            return
         if self.ingest is not None:
             self.ingest.count("dds_lost", lost)
         else:
@@ -370,6 +405,9 @@ class EpisodicLogger(ManagedMemoryNode):
                   "ingest_rate_per_s": round(rate, 1), "queue_depth": pending,
                   "pending": pending, "rejected_total": sum(rejected.values()),
                   "lost_total": sum(lost.values()), "clock_skew": clock_skew,
+                  "redelivered": self._redelivered,
+                  "durability": ("transient_local" if self.params["durable_results"]
+                                 else "volatile"),
                   "history": ("keep_all" if self.params["keep_all_history"] else
                               f"keep_last {self.params['history_depth']}"),
                   "store_size_mb": round(store_size / MB, 3),

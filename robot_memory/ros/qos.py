@@ -18,10 +18,13 @@ FACTS_DELTA_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
                              durability=DurabilityPolicy.VOLATILE)
 
 # Execution results: reliable with a deep queue so a burst from a skill is not lost
-# while the logger is flushing to disk. Publishers should use the same profile.
+# while the logger is flushing to disk; transient-local, so a logger that restarts (after
+# kill -9, say) still gets the last `depth` results each publisher sent, those published
+# while it was down among them (it stores each once: ros/redelivery.py). Publishers
+# should use this profile: it matches the logger's reader whichever durability that has.
 EXECUTION_RESULTS_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST,
                                    reliability=ReliabilityPolicy.RELIABLE,
-                                   durability=DurabilityPolicy.VOLATILE)
+                                   durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 # /diagnostics: the ROS convention (reliable, volatile, depth 10).
 DIAGNOSTICS_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
@@ -34,13 +37,19 @@ CHECKPOINT_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                             reliability=ReliabilityPolicy.RELIABLE,
                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
-def execution_results_reader_qos(depth: int, keep_all: bool) -> QoSProfile:
+def execution_results_reader_qos(depth: int, keep_all: bool,
+                                 durable: bool = True) -> QoSProfile:
     """The logger's side of EXECUTION_RESULTS_QOS. keep_all: a full reader history holds
     the writers back (reliable flow control: a publisher that outruns the logger waits,
     and fails visibly when its own history stays full) instead of dropping the oldest
     results; Fast DDS reports neither kind of drop as message lost. keep_last: never holds
-    a publisher back, but past `depth` unread results the oldest are dropped unreported."""
+    a publisher back, but past `depth` unread results the oldest are dropped unreported.
+    durable (transient-local): a reader that joins late, a restarted logger, gets what
+    the publishers still hold; DDS then matches transient-local publishers only (a
+    volatile one offers less than the reader asks for). Not durable (volatile): every
+    reliable publisher matches, and what is published while no logger runs is lost."""
     return QoSProfile(depth=depth,
                       history=HistoryPolicy.KEEP_ALL if keep_all else HistoryPolicy.KEEP_LAST,
                       reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.VOLATILE)
+                      durability=(DurabilityPolicy.TRANSIENT_LOCAL if durable
+                                  else DurabilityPolicy.VOLATILE))

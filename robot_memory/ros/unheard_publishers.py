@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from rclpy.qos import QoSCompatibility, QoSProfile, qos_check_compatible
+from rclpy.qos import DurabilityPolicy, QoSCompatibility, QoSProfile, qos_check_compatible
 
 RESULT_TYPE = "robot_memory/msg/ExecutionResult"
 # What the graph gives for a writer whose node it does not know (yet, or ever: a DDS
@@ -21,6 +21,16 @@ UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"
 # the graph often learns of a writer a moment before it learns the writer's node, and
 # later still on a loaded machine.
 NAME_GRACE_S = 5.0
+
+
+# A volatile publisher against the durable reader (durable_results): two ways to hear it.
+VOLATILE_HINT = (" (publish with robot_memory.ros.qos.EXECUTION_RESULTS_QOS, or set the "
+                 "logger's durable_results to false)")
+
+
+def _volatile_against_durable(offered: QoSProfile, requested: QoSProfile) -> bool:
+    return (offered.durability == DurabilityPolicy.VOLATILE
+            and requested.durability == DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def unheard_on(node, topic: str, reader_qos: QoSProfile) -> list[tuple[bytes, str, str]]:
@@ -34,7 +44,10 @@ def unheard_on(node, topic: str, reader_qos: QoSProfile) -> list[tuple[bytes, st
             compatibility, reason = qos_check_compatible(info.qos_profile, reader_qos)
             if compatibility != QoSCompatibility.ERROR:
                 continue
-            why = f"QoS incompatible with the logger's reader: {reason.strip().rstrip(';')}"
+            reasons = "; ".join(part.strip() for part in reason.split(";") if part.strip())
+            why = f"QoS incompatible with the logger's reader: {reasons}"
+            if _volatile_against_durable(info.qos_profile, reader_qos):
+                why += VOLATILE_HINT
         name = "" if info.node_name == UNKNOWN_NODE else \
             f"{info.node_namespace.rstrip('/')}/{info.node_name}"
         found.append((bytes(info.endpoint_gid), name, why))

@@ -287,3 +287,23 @@ def test_refusals_leave_no_cyclic_garbage_that_would_hold_what_was_refused(part,
     finally:
         gc.enable()
     assert ingest.rejected["malformed"] == 4 and ingest.rejected["oversized"] == 4
+
+
+class SampleSeen:
+    """A receipt as the logger gives one (ros/redelivery.py's SampleId), without ROS."""
+
+    def record_in(self, payload: dict) -> None:
+        payload["publication_seq"] = 7
+
+
+def test_a_receipt_is_recorded_in_the_payload_of_valid_results_on_either_path(part,
+                                                                           make_ingest):
+    ingest = make_ingest(part)
+    fast = ingest.take_received(dict, fields(1), "t", 5, SampleSeen())
+    # A field left to its default is not for the fast check: pydantic validates it.
+    slow = ingest.take_received(dict, {k: v for k, v in fields(2).items() if k != "zone"},
+                                "t", 5, SampleSeen())
+    assert fast.payload["publication_seq"] == slow.payload["publication_seq"] == 7
+    ingest.submit_events([fast, slow])
+    assert ingest.flush()
+    assert [e.payload["publication_seq"] for e in part.events([EXECUTION_RESULT])] == [7, 7]

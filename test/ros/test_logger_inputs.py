@@ -114,15 +114,13 @@ def test_oversized_wrong_type_and_flood_inputs_leave_the_logger_running(
                    timeout=60)
     for i in range(1500):  # far more than max_pending within one flush period
         probe.publish_result(stamp_s=10 + i * 0.001)
-    # Handled: every flood result taken (queued or refused) and the queue written. Until
-    # then more of it may still be on its way, and could crowd out the next result.
+    # Handled: the logger takes only while fewer than max_pending wait for the writer; the
+    # rest of the flood waits in the reader's history, and all of it is stored.
     diag = wait_until(lambda: (d := probe.diagnostics.get("episodic_logger")) and
-                      int(d.get("rejected.backlog_full", 0)) > 0 and
-                      int(d["accepted"]) + int(d["rejected.backlog_full"]) == 1500 and
-                      d.get("queue_depth") == "0" and d, 60, "the flood handled")
+                      d.get("written") == "1500" and d.get("queue_depth") == "0" and d,
+                      60, "the flood stored")
     assert diag["rejected.oversized"] == "1"
-    assert int(diag["written"]) == int(diag["accepted"]) >= 50
-    assert diag["lost_total"] == diag["rejected.backlog_full"]  # a loss, shown as one
+    assert diag["accepted"] == "1500" and diag["lost_total"] == "0"
     probe.publish_result(stamp_s=9000, intent_id="after-the-flood")
     part = MemoryStore(db_url).partition(certified_hash)
     wait_until(lambda: part.latest_event(EXECUTION_RESULT).payload["intent_id"]

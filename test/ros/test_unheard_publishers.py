@@ -6,11 +6,11 @@ made with the ROS 2 wheels alone. The live case is in test_logger_inputs."""
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.topic_endpoint_info import TopicEndpointInfo
 
-from robot_memory.ros.qos import execution_results_reader_qos
+from robot_memory.ros.qos import EXECUTION_RESULTS_QOS, execution_results_reader_qos
 from robot_memory.ros.unheard_publishers import (NAME_GRACE_S, RESULT_TYPE, UNKNOWN_NODE,
-                                                 UnheardPublishers)
+                                                 VOLATILE_HINT, UnheardPublishers)
 
-READER_QOS = execution_results_reader_qos(1000, True)
+READER_QOS = execution_results_reader_qos(1000, True)  # the logger's: durable
 BEST_EFFORT = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 
@@ -37,9 +37,10 @@ def test_a_writer_is_named_once_its_node_is_known_and_logged_once():
     graph.publishers = [writer(1, "skill", "/arm")]
     new = unheard.look(graph, ["execution_results"], READER_QOS, now=0.2)
     assert list(new) == ["/arm/skill on execution_results"]
-    assert new["/arm/skill on execution_results"] == (
+    assert new["/arm/skill on execution_results"] == (  # rclpy's words, with "; " between
         "QoS incompatible with the logger's reader: "
-        "ERROR: Best effort publisher and reliable subscription")  # rclpy's words, no ';'
+        "ERROR: Best effort publisher and reliable subscription; "
+        "ERROR: Volatile publisher and transient local subscription" + VOLATILE_HINT)
     assert unheard.look(graph, ["execution_results"], READER_QOS) == {}  # not new again
     assert list(unheard.now) == ["/arm/skill on execution_results"]
     graph.publishers = []
@@ -59,7 +60,18 @@ def test_a_writer_of_no_known_node_is_reported_after_the_grace():
 
 def test_a_matching_publisher_is_not_reported():
     graph, unheard = Graph(), UnheardPublishers()
-    graph.publishers = [writer(2, "skill", qos=QoSProfile(depth=1000))]  # reliable
+    graph.publishers = [writer(2, "skill", qos=EXECUTION_RESULTS_QOS)]
     for now in (0.0, NAME_GRACE_S, 2 * NAME_GRACE_S):
         assert unheard.look(graph, ["execution_results"], READER_QOS, now=now) == {}
     assert unheard.now == {}
+
+
+def test_a_volatile_publisher_is_told_how_to_be_heard_and_a_volatile_reader_hears_it():
+    graph = Graph()
+    graph.publishers = [writer(3, "old_skill", qos=QoSProfile(depth=1000))]  # reliable
+    assert UnheardPublishers().look(graph, ["execution_results"], READER_QOS, now=0.0) == {
+        "/old_skill on execution_results": "QoS incompatible with the logger's reader: "
+        "ERROR: Volatile publisher and transient local subscription" + VOLATILE_HINT}
+    volatile_reader = execution_results_reader_qos(1000, True, durable=False)
+    assert UnheardPublishers().look(graph, ["execution_results"], volatile_reader,
+                                    now=0.0) == {}

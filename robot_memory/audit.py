@@ -7,10 +7,38 @@ never silent. `close()` writes whatever is still queued.
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
+from typing import Any
 
+from robot_memory.analogies import audit_entries
+from robot_memory.grounding import GroundingAnswer
 from robot_memory.store import NewEvent, Partition
+
+
+def audited_number(value: float) -> float | str:
+    """A number a request gave, as the audit can keep it: NaN and infinities (refused
+    as INVALID_REQUEST, still audited) as text, since the log's canonical JSON has no
+    place for them and a record it cannot encode would block the writer's batch."""
+    return value if math.isfinite(value) else repr(value)
+
+
+def consultation_payload(consultation_id: str, requester: str, intent_id: str,
+                         query: dict[str, Any], answer: GroundingAnswer) -> dict[str, Any]:
+    """The fact_consultation record of one answer: who asked what, and what was served.
+    The robot's own facts are listed in `facts`; facts lent by analogy only under
+    `analogies` (with the known target, distance and properties compared), so no reader
+    of the log can take them for knowledge of the asked target. A record without
+    analogies is what it was before analogies existed."""
+    payload = {"consultation_id": consultation_id, "requester": requester,
+               "intent_id": intent_id, "status": answer.status,
+               "reason_code": answer.reason_code, "query": query,
+               "facts": [{"fact_id": f.id, "kind": f.kind, "key": f.key,
+                          "rule_version": f.rule_version} for f in answer.facts]}
+    if answer.analogies:
+        payload["analogies"] = audit_entries(answer.analogies)
+    return payload
 
 
 class AuditWriter:

@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 
 from rclpy.node import Node
 
+from robot_memory.msg import KeyValue
 from robot_memory.srv import GroundingQuery
 
 STATUS_NAMES = {GroundingQuery.Response.OK: "OK", GroundingQuery.Response.ABSTAIN: "ABSTAIN",
                 GroundingQuery.Response.IDENTITY_UNVERIFIED: "IDENTITY_UNVERIFIED",
-                GroundingQuery.Response.INVALID_REQUEST: "INVALID_REQUEST"}
+                GroundingQuery.Response.INVALID_REQUEST: "INVALID_REQUEST",
+                GroundingQuery.Response.ANALOGY: "ANALOGY"}
 REASON_TIMEOUT = "timeout"
 REASON_UNAVAILABLE = "service_unavailable"
 
@@ -39,10 +41,13 @@ class GroundingResult:
     identity_hash: str = ""
     consultation_id: str = ""
     facts: tuple = field(default_factory=tuple)
+    # robot_memory/Analogy messages, with status ANALOGY only (ask with allow_analogies).
+    analogies: tuple = field(default_factory=tuple)
 
     @property
     def ok(self) -> bool:
-        """True only for status OK (facts to use); ABSTAIN and the rest are False."""
+        """True only for status OK (facts to use); ABSTAIN, ANALOGY and the rest are
+        False: an analogy is not this robot's knowledge of the target."""
         return self.status == "OK"
 
 
@@ -61,13 +66,20 @@ class GroundingClient:
 
     def query_async(self, skill_id: str, target_class: str = "", environment: str = "", *,
                     zone: str = "", fact_kinds=(), min_confidence: float = 0.0, max_results: int = 0,
-                    intent_id: str = ""):
-        """Send a GroundingQuery and return rclpy's future (spin the node to complete it)."""
+                    intent_id: str = "", allow_analogies: bool = False,
+                    target_properties: dict[str, float] | None = None,
+                    max_analogies: int = 0):
+        """Send a GroundingQuery and return rclpy's future (spin the node to complete it).
+        `allow_analogies` with `target_properties` (e.g. {"mass_kg": 0.31}): see
+        docs/analogies.md."""
         request = GroundingQuery.Request(
             skill_id=skill_id, target_class=target_class, environment=environment, zone=zone,
             fact_kinds=list(fact_kinds), min_confidence=float(min_confidence),
             max_results=int(max_results), requester=self._node.get_fully_qualified_name(),
-            intent_id=intent_id)
+            intent_id=intent_id, allow_analogies=bool(allow_analogies),
+            target_properties=[KeyValue(key=k, value=float(v))
+                               for k, v in (target_properties or {}).items()],
+            max_analogies=int(max_analogies))
         return self._client.call_async(request)
 
     def query(self, skill_id: str, target_class: str = "", environment: str = "",
@@ -90,7 +102,8 @@ class GroundingClient:
         response = future.result()
         return GroundingResult(STATUS_NAMES.get(response.status, str(response.status)),
                                response.reason_code, response.reason, response.identity_hash,
-                               response.consultation_id, tuple(response.facts))
+                               response.consultation_id, tuple(response.facts),
+                               tuple(response.analogies))
 
 
 def _number(value: float) -> str:
@@ -129,3 +142,24 @@ def format_grounding_block(facts) -> str:
                   f"n_observations = {fact.n_observations}"]
         entries.append(f"{fact.key}: " + ", ".join(parts))
     return "known facts for this robot: " + "; ".join(entries)
+
+
+def format_analogy_block(target_class: str, analogies) -> str:
+    """The analogies of an ANALOGY answer as a prompt block that says what they are:
+    facts of other targets, e.g. 'no facts for this robot about glass_jar; similar
+    known targets (analogies, not knowledge of glass_jar): glass_cup, distance 0.21 on
+    mass_kg: manipulation.grasp + glass_cup + sim_relaxed: recommended_force_n = 25, ...'."""
+    if not analogies:
+        return f"no facts for this robot about {target_class}; no similar known target"
+    entries = []
+    for analogy in analogies:
+        compared = ", ".join(p.name for p in analogy.properties)
+        lent = "; ".join(
+            f"{fact.key}: " + ", ".join(_describe(fact, json.loads(fact.value_json)) +
+                                        [f"confidence = {fact.confidence:.2f}",
+                                         f"n_observations = {fact.n_observations}"])
+            for fact in analogy.facts)
+        entries.append(f"{analogy.target_class}, distance {analogy.distance:.2f} on "
+                       f"{compared}: {lent}")
+    return (f"no facts for this robot about {target_class}; similar known targets "
+            f"(analogies, not knowledge of {target_class}): " + " | ".join(entries))

@@ -14,6 +14,8 @@ from robot_memory.records import InvalidRecord, record_from_payload
 from robot_memory.store import FactRow, Partition
 
 MAX_IDS = 200  # event ids listed in full; beyond that the count is still exact
+SERVED_AS_FACT = "fact"
+SERVED_AS_ANALOGY = "analogy"
 
 
 class FactNotFound(InputError):
@@ -57,10 +59,24 @@ def _supporting(partition: Partition, fact: FactRow) -> dict[str, Any]:
             "event_ids": ids, "event_ids_truncated": sum(outcomes.values()) > len(ids)}
 
 
+def _served_as(payload: dict[str, Any], kind_key: tuple[str, str]) -> str | None:
+    """How a consultation used the fact: as one of the robot's own (None if not at
+    all), or as the source of an analogy for another target (a lent fact of the skill,
+    or the property it was compared on)."""
+    if any((f.get("kind"), f.get("key")) == kind_key for f in payload.get("facts", ())):
+        return SERVED_AS_FACT
+    for analogy in payload.get("analogies", ()):
+        if any((f.get("kind"), f.get("key")) == kind_key
+               for f in (*analogy.get("facts", ()), *analogy.get("properties", ()))):
+            return SERVED_AS_ANALOGY
+    return None
+
+
 def explain_fact(partition: Partition, fact: FactRow) -> dict[str, Any]:
     """Provenance of a fact as plain data: its value, rule version and confidence, the
     supporting events (by outcome and parameter, with ids), the consolidation runs that
-    touched it, its conflicts and the consultations that served it. Reads the log only;
+    touched it, its conflicts and the consultations that served it (those that lent it
+    as an analogy for another target marked `served_as: analogy`). Reads the log only;
     store errors propagate (SQLAlchemy errors; the CLI converts them)."""
     tag = f"{fact.kind}|{fact.key}"
     runs, conflicts, consultations = [], [], []
@@ -75,13 +91,17 @@ def explain_fact(partition: Partition, fact: FactRow) -> dict[str, Any]:
                 (payload.get("fact_kind"), payload.get("fact_key")) == (fact.kind, fact.key):
             conflicts.append({"event_id": event.id, "event": event.kind,
                               "status": payload["status"], "test": payload.get("test")})
-        elif event.kind == FACT_CONSULTATION and any(
-                (f.get("kind"), f.get("key")) == (fact.kind, fact.key)
-                for f in payload.get("facts", ())):
-            consultations.append({"event_id": event.id,
-                                  "consultation_id": payload.get("consultation_id"),
-                                  "requester": payload.get("requester"),
-                                  "intent_id": payload.get("intent_id")})
+        elif event.kind == FACT_CONSULTATION:
+            served_as = _served_as(payload, (fact.kind, fact.key))
+            if served_as is None:
+                continue
+            entry = {"event_id": event.id, "consultation_id": payload.get("consultation_id"),
+                     "requester": payload.get("requester"),
+                     "intent_id": payload.get("intent_id")}
+            if served_as == SERVED_AS_ANALOGY:  # lent for another target: say which
+                entry.update(served_as=served_as,
+                             for_target=payload.get("query", {}).get("target_class"))
+            consultations.append(entry)
     return {"fact": {"id": fact.id, "kind": fact.kind, "key": fact.key, "status": fact.status,
                      "confidence": fact.confidence, "n_observations": fact.n_observations,
                      "rule_version": fact.rule_version,
@@ -110,8 +130,17 @@ def format_explanation(explanation: dict[str, Any]) -> str:
     for conflict in explanation["conflicts"]:
         lines.append(f"  {conflict['event']} (event {conflict['event_id']}): "
                      f"{conflict['status']['from']} -> {conflict['status']['to']}")
-    lines.append(f"  served in {len(explanation['consultations'])} grounding consultations" +
+    consultations = explanation["consultations"]
+    lent = sum(c.get("served_as") == SERVED_AS_ANALOGY for c in consultations)
+    lines.append(f"  served in {len(consultations)} grounding consultations" +
+                 (f" ({lent} as an analogy for another target)" if lent else "") +
                  "".join(f"\n    {c['requester']} for intent {c['intent_id'] or '-'} "
-                         f"(consultation {c['consultation_id']})"
-                         for c in explanation["consultations"]))
+                         f"(consultation {c['consultation_id']})" + _lent_note(c)
+                         for c in consultations))
     return "\n".join(lines)
+
+
+def _lent_note(consultation: dict[str, Any]) -> str:
+    if consultation.get("served_as") != SERVED_AS_ANALOGY:
+        return ""
+    return f", as an analogy for {consultation.get('for_target')}"

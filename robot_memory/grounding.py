@@ -12,15 +12,21 @@ import math
 import re
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
+from robot_memory.analogies import (PROPERTY_KIND, QUERY_SOURCE_FACT, QUERY_SOURCE_REQUEST,
+                                    Analogy, AnalogySettings, KnownProperties)
 from robot_memory.consolidation.rules import (FACT_KINDS, STATUS_ACTIVE, STATUS_CANDIDATE,
                                               STATUS_CONTESTED)
+from robot_memory.request_limits import MAX_TARGET_PROPERTIES
 from robot_memory.store import FactRow
 
-OK, ABSTAIN, IDENTITY_UNVERIFIED, INVALID_REQUEST = 0, 1, 2, 3
+# ANALOGY: no fact of the robot's own, the facts of similar known targets instead (only
+# for a request that allows analogies; never OK, so never taken for the robot's own).
+OK, ABSTAIN, IDENTITY_UNVERIFIED, INVALID_REQUEST, ANALOGY = 0, 1, 2, 3, 4
 REASON_NO_FACT = "no_fact"
+REASON_NO_CLOSE_CASE = "no_close_case"
 REASON_ONLY_CANDIDATES = "only_candidates"
 REASON_CONTESTED = "contested"
 REASON_BELOW_CONFIDENCE = "below_confidence"
@@ -32,6 +38,8 @@ SKILL_FACT_KINDS = frozenset({"skill_success_rate", "interaction_pattern"})
 
 DEFAULT_MAX_RESULTS = 10
 MAX_RESULTS_CAP = 100
+MAX_ANALOGIES_CAP = 10
+DEFAULT_ANALOGY_SETTINGS = AnalogySettings()  # the parameter table's defaults
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")
 
 
@@ -46,16 +54,24 @@ class GroundingRequest:
     fact_kinds: tuple[str, ...] = ()
     min_confidence: float = 0.0
     max_results: int = 0
+    # With no fact of the skill on target_class, answer with similar known targets.
+    allow_analogies: bool = False
+    # (name, value) measured on target_class, e.g. (("mass_kg", 0.31),).
+    target_properties: tuple[tuple[str, float], ...] = ()
+    max_analogies: int = 0  # 0 = the server's AnalogySettings.k
 
 
 @dataclass(frozen=True)
 class GroundingAnswer:
-    """OK with facts, or ABSTAIN / INVALID_REQUEST / IDENTITY_UNVERIFIED with a reason."""
+    """OK with facts, ANALOGY with lent facts in `analogies` (and the asked target's own
+    context facts in `facts`), or ABSTAIN / INVALID_REQUEST / IDENTITY_UNVERIFIED with a
+    reason."""
 
     status: int
     reason_code: str = ""
     reason: str = ""
     facts: tuple[FactRow, ...] = field(default_factory=tuple)
+    analogies: tuple[Analogy, ...] = field(default_factory=tuple)
 
 
 def invalid(field_name: str, why: str) -> GroundingAnswer:
@@ -78,6 +94,26 @@ def validate_request(req: GroundingRequest) -> GroundingAnswer | None:
         return invalid("min_confidence", f"{req.min_confidence} is not in [0, 1]")
     if req.max_results > MAX_RESULTS_CAP:
         return invalid("max_results", f"{req.max_results} is above the cap {MAX_RESULTS_CAP}")
+    if req.max_analogies > MAX_ANALOGIES_CAP:
+        return invalid("max_analogies",
+                       f"{req.max_analogies} is above the cap {MAX_ANALOGIES_CAP}")
+    return _validate_target_properties(req.target_properties)
+
+
+def _validate_target_properties(
+        properties: tuple[tuple[str, float], ...]) -> GroundingAnswer | None:
+    if len(properties) > MAX_TARGET_PROPERTIES:
+        return invalid("target_properties",
+                       f"{len(properties)} entries, more than {MAX_TARGET_PROPERTIES}")
+    seen = set()
+    for i, (name, value) in enumerate(properties):
+        if not _NAME.match(name):
+            return invalid(f"target_properties[{i}]", f"{name!r} is not a plain name")
+        if name in seen:
+            return invalid(f"target_properties[{i}]", f"{name!r} is given twice")
+        if not math.isfinite(value):
+            return invalid(f"target_properties[{i}]", f"{name} = {value} is not finite")
+        seen.add(name)
     return None
 
 
@@ -141,6 +177,16 @@ class GroundingIndex:
                 self._lists.setdefault(index_key, []).append(fact)
         for facts_of_key in self._lists.values():
             facts_of_key.sort(key=_rank)
+        self._known: KnownProperties | None = None  # built by the first analogy request
+
+    def known_properties(self) -> KnownProperties:
+        """The measured properties of the known targets, for analogies. Built once, on
+        first use (a server that serves analogies calls it when it loads an index), then
+        patched by `with_changes`: an index that never serves an analogy never pays for
+        it. Two threads may both build it; either result is the same."""
+        if self._known is None:
+            self._known = KnownProperties(self.facts.values())
+        return self._known
 
     def with_changes(self, changed: Iterable[FactRow]) -> "GroundingIndex":
         """A new index with these facts added or replaced; only the lists they are in are
@@ -173,6 +219,12 @@ class GroundingIndex:
                 new._lists[index_key] = kept
             else:
                 new._lists.pop(index_key, None)
+        # Properties change only with object_property facts. A table built already is
+        # patched here, off the request path.
+        if self._known is None or not any(kind == PROPERTY_KIND for kind, _ in changed):
+            new._known = self._known
+        else:
+            new._known = self._known.with_changes(changed.values())
         return new
 
     def _candidates(self, req: GroundingRequest) -> list[FactRow]:
@@ -187,13 +239,23 @@ class GroundingIndex:
             return lists[0]
         return sorted((f for found in lists for f in found), key=_rank)
 
-    def lookup(self, req: GroundingRequest) -> GroundingAnswer:
+    def lookup(self, req: GroundingRequest,
+               analogies: AnalogySettings = DEFAULT_ANALOGY_SETTINGS) -> GroundingAnswer:
         """Answer from the index alone (no I/O): the request's problems as
-        INVALID_REQUEST, else OK with ranked active facts or ABSTAIN with why. Never
-        raises for a request: bad input is an answer."""
+        INVALID_REQUEST, else OK with ranked active facts or ABSTAIN with why; for a
+        request that allows analogies, ABSTAIN no_fact about a target becomes ANALOGY
+        or ABSTAIN no_close_case. Never raises for a request: bad input is an answer."""
         problem = validate_request(req)
         if problem is not None:
             return problem
+        answer = self._own_answer(req)
+        if req.allow_analogies and answer.reason_code == REASON_NO_FACT and \
+                req.target_class and _asks_for_skill_facts(req):
+            return self._analogy_answer(req, answer, analogies)
+        return answer
+
+    def _own_answer(self, req: GroundingRequest) -> GroundingAnswer:
+        """The answer from this robot's facts alone (the request is valid)."""
         matching = [f for f in self._candidates(req) if self._matches(f, req)]
         what = f"{req.skill_id} on {req.target_class or 'any target'} in " \
                f"{req.environment or 'any environment'}"
@@ -235,6 +297,59 @@ class GroundingIndex:
         facts = sorted(confident + context, key=_rank) if context else confident
         return GroundingAnswer(OK, reason=f"not served: {note}" if note else "",
                                facts=tuple(facts[:limit]))
+
+    def _analogy_answer(self, req: GroundingRequest, own: GroundingAnswer,
+                        settings: AnalogySettings) -> GroundingAnswer:
+        """ANALOGY with the facts of the nearest known targets that have facts of the
+        skill, or ABSTAIN no_close_case. `own` (ABSTAIN no_fact) keeps its context facts
+        about the asked target: they are the robot's own."""
+        if not settings.enabled:
+            return replace(own, reason=f"{own.reason}; analogies are off on this server")
+        known = self.known_properties()
+        query = {name: (value, QUERY_SOURCE_FACT)
+                 for name, (value, _) in known.properties_of(req.target_class).items()}
+        # The planner's measurement is of this very object, now: it comes first.
+        query.update((name, (value, QUERY_SOURCE_REQUEST))
+                     for name, value in req.target_properties)
+
+        def no_close_case(why: str) -> GroundingAnswer:
+            return GroundingAnswer(ABSTAIN, REASON_NO_CLOSE_CASE, f"{own.reason}, and {why}",
+                                   own.facts)
+
+        compared = known.comparable(query)
+        if not compared:
+            measured = ", ".join(sorted(query)) or "none"
+            return no_close_case(f"no property of {req.target_class} (measured: {measured}) "
+                                 "was measured on a known target")
+        wanted = req.max_analogies or settings.k
+        found: list[Analogy] = []
+        for case in known.nearest(query, settings.max_distance, exclude=req.target_class):
+            if ("skill_target", req.skill_id, case.target_class) not in self._lists:
+                continue  # measured, but the skill was never tried on it
+            lent = self._lent_facts(req, case.target_class)
+            if lent:
+                found.append(Analogy(case.target_class, case.distance, case.properties, lent))
+                if len(found) == wanted:
+                    break
+        if not found:
+            return no_close_case(f"no known target with a servable fact of {req.skill_id} "
+                                 f"is within distance {settings.max_distance:g} of "
+                                 f"{req.target_class} (on {', '.join(compared)})")
+        nearest = ", ".join(f"{a.target_class} at {a.distance:g}" for a in found)
+        return GroundingAnswer(ANALOGY, REASON_NO_FACT,
+                               f"{own.reason}; analogies (not this robot's knowledge of "
+                               f"{req.target_class}): {nearest}", own.facts, tuple(found))
+
+    def _lent_facts(self, req: GroundingRequest, case_target: str) -> tuple[FactRow, ...]:
+        """The facts of the skill a request about `case_target` would be served (by the
+        same rules: status, confidence, environment, kinds), or () if it would abstain.
+        Its context facts stay out (the compared properties name them): only kinds of
+        the skill are asked for, so max_results counts facts of the skill alone."""
+        skill_kinds = tuple(sorted(SKILL_FACT_KINDS.intersection(req.fact_kinds)
+                                   if req.fact_kinds else SKILL_FACT_KINDS))
+        answer = self._own_answer(replace(req, target_class=case_target, zone="",
+                                          fact_kinds=skill_kinds, allow_analogies=False))
+        return answer.facts if answer.status == OK else ()
 
     def _is_skill_fact(self, fact: FactRow) -> bool:
         """Facts about a skill's outcomes (success rate, failure patterns), as opposed to

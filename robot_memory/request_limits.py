@@ -17,11 +17,14 @@ MAX_FACT_KEY = 4096  # a fact key joins several names
 MAX_VALUE_JSON = 65536  # an operator fact's value
 MAX_PATH = 4096
 MAX_FACT_KINDS = 32
+MAX_TARGET_PROPERTIES = 32  # measured properties a grounding request may give
 
-# A number is a text's limit in characters; a (items, characters) pair a list's.
+# A number is a text's limit in characters; a (items, characters) pair a list's (of texts,
+# or of KeyValue pairs: then the characters of each key).
 GROUND = {"skill_id": MAX_TEXT, "target_class": MAX_TEXT, "environment": MAX_TEXT,
           "zone": MAX_TEXT, "requester": MAX_TEXT, "intent_id": MAX_TEXT,
-          "fact_kinds": (MAX_FACT_KINDS, MAX_KIND)}
+          "fact_kinds": (MAX_FACT_KINDS, MAX_KIND),
+          "target_properties": (MAX_TARGET_PROPERTIES, MAX_KIND)}
 EXPLAIN = {"kind": MAX_KIND, "key": MAX_FACT_KEY}
 OVERRIDE = {"action": MAX_KIND, "operator_name": MAX_TEXT, "reason": MAX_NOTES,
             "kind": MAX_KIND, "key": MAX_FACT_KEY, "value_json": MAX_VALUE_JSON,
@@ -38,8 +41,9 @@ def over_limit(request: Any, limits: dict[str, Any]) -> tuple[str, str] | None:
             if len(value) > items:
                 return name, f"{len(value)} entries, more than {items}"
             for i, item in enumerate(value):
-                if len(item) > each:
-                    return f"{name}[{i}]", f"{len(item)} characters, more than {each}"
+                text = item if isinstance(item, str) else item.key
+                if len(text) > each:
+                    return f"{name}[{i}]", f"{len(text)} characters, more than {each}"
         elif len(value) > limit:
             return name, f"{len(value)} characters, more than {limit}"
     return None

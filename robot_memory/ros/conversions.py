@@ -6,10 +6,12 @@ from typing import Any
 
 from builtin_interfaces.msg import Time
 
+from robot_memory.analogies import Analogy
 from robot_memory.grounding import GroundingRequest
 from rclpy.serialization import deserialize_message
 
-from robot_memory.msg import ExecutionResult, KeyValue, SemanticFact
+from robot_memory.msg import Analogy as AnalogyMsg
+from robot_memory.msg import AnalogyProperty, ExecutionResult, KeyValue, SemanticFact
 from robot_memory.records import (ExecutionRecord, InvalidRecord, message_fields,
                                   record_from_message)
 from robot_memory.result_cdr import MAX_RESULT_BYTES, result_fields_from_cdr
@@ -97,4 +99,20 @@ def grounding_request_from_msg(request) -> GroundingRequest:
                             environment=request.environment, zone=request.zone,
                             fact_kinds=tuple(request.fact_kinds),
                             min_confidence=float(request.min_confidence),
-                            max_results=int(request.max_results))
+                            max_results=int(request.max_results),
+                            allow_analogies=bool(request.allow_analogies),
+                            target_properties=tuple((kv.key, float(kv.value))
+                                                    for kv in request.target_properties),
+                            max_analogies=int(request.max_analogies))
+
+
+def analogy_to_msg(analogy: Analogy) -> AnalogyMsg:
+    msg = AnalogyMsg(target_class=analogy.target_class, distance=float(analogy.distance))
+    msg.properties = [AnalogyProperty(name=p.name, query_value=float(p.query_value),
+                                      query_source=p.query_source,
+                                      case_value=float(p.case_value),
+                                      case_fact_id=int(p.case_fact.id),
+                                      scale=float(p.scale.value), scale_source=p.scale.source)
+                      for p in analogy.properties]
+    msg.facts = [fact_to_msg(f) for f in analogy.facts]
+    return msg

@@ -5,6 +5,8 @@ verified, then patched with each pass's `facts_delta` and swapped in with one
 assignment. A delta that does not follow the run the index reflects means one was
 missed: the index is reloaded from the store (off the request path). No database query
 happens on the request path; every consultation is audited by a background writer.
+Requests that allow analogies may be answered ANALOGY from the same index
+(docs/analogies.md; parameters analogies_enabled, analogy_max_distance, analogy_k).
 """
 
 from __future__ import annotations
@@ -17,16 +19,18 @@ import uuid
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
 
-from robot_memory.audit import AuditWriter
+from robot_memory.analogies import AnalogySettings
+from robot_memory.audit import AuditWriter, audited_number, consultation_payload
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation.checkpoint import read_checkpoint
 from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory import request_limits
 from robot_memory.request_limits import clipped, over_limit
-from robot_memory.grounding import (IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
+from robot_memory.grounding import (ANALOGY, IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
                                     GroundingAnswer, GroundingIndex, invalid)
 from robot_memory.msg import SemanticFactArray
-from robot_memory.ros.conversions import fact_from_msg, fact_to_msg, grounding_request_from_msg
+from robot_memory.ros.conversions import (analogy_to_msg, fact_from_msg, fact_to_msg,
+                                          grounding_request_from_msg)
 from robot_memory.ros.diagnostics import OK as DIAG_OK
 from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
 from robot_memory.ros.heap import release_freed_memory
@@ -52,6 +56,9 @@ class GroundingServer(ManagedMemoryNode):
     def __init__(self, **kwargs):
         super().__init__("grounding_server", **kwargs)
         self.params = declare_parameters(self, "grounding_server")
+        self.analogy_settings = AnalogySettings(
+            enabled=self.params["analogies_enabled"],
+            max_distance=self.params["analogy_max_distance"], k=self.params["analogy_k"])
         self.index: GroundingIndex | None = None
         self.partition = None
         self.run_event_id = 0
@@ -59,6 +66,7 @@ class GroundingServer(ManagedMemoryNode):
         self._missing_run = 0  # a newer run the store showed at the last check (0: none)
         self.audit: AuditWriter | None = None
         self.answers = 0
+        self.analogy_answers = 0  # answered ANALOGY: facts lent, not the robot's own
         self.refused_requests = 0  # over a field's size limit (request_limits)
         self._index_lock = threading.Lock()  # one writer of self.index at a time
         self.create_service(GroundingQuery, "ground", self.on_ground_request)
@@ -100,7 +108,10 @@ class GroundingServer(ManagedMemoryNode):
             with self.partition.store.read() as conn:
                 self.run_event_id = read_checkpoint(self.partition, conn).run_event_id
                 facts = self.partition.facts(conn=conn)
-            self.index = GroundingIndex(self.partition.identity_hash, facts)
+            index = GroundingIndex(self.partition.identity_hash, facts)
+            if self.analogy_settings.enabled:  # built here, not by the first request
+                index.known_properties()
+            self.index = index
             self.reloads += 1
             del facts
         release_freed_memory()  # the rows the index was built from
@@ -134,26 +145,30 @@ class GroundingServer(ManagedMemoryNode):
             answer = GroundingAnswer(IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
                                      self.inactive_reason)
         else:
-            answer = index.lookup(grounding_request_from_msg(request))
+            answer = index.lookup(grounding_request_from_msg(request), self.analogy_settings)
         if index is not None:
             response.identity_hash = index.identity_hash
         response.status, response.reason_code, response.reason = (
             answer.status, answer.reason_code, answer.reason)
         response.facts = [fact_to_msg(f) for f in answer.facts]
+        response.analogies = [analogy_to_msg(a) for a in answer.analogies]
         self.answers += 1
+        if answer.status == ANALOGY:
+            self.analogy_answers += 1
         if self.audit is not None:
             text = (lambda name: clipped(getattr(request, name), request_limits.GROUND[name])) \
                 if too_long else (lambda name: getattr(request, name))
-            self.audit.submit(NewEvent(FACT_CONSULTATION, {
-                "consultation_id": response.consultation_id, "requester": text("requester"),
-                "intent_id": text("intent_id"), "status": answer.status,
-                "reason_code": answer.reason_code,
-                "query": {"skill_id": text("skill_id"), "target_class": text("target_class"),
-                          "environment": text("environment"),
-                          "fact_kinds": [] if too_long else list(request.fact_kinds)},
-                "facts": [{"fact_id": f.id, "kind": f.kind, "key": f.key,
-                           "rule_version": f.rule_version} for f in answer.facts],
-            }, self.get_clock().now().nanoseconds))
+            query = {"skill_id": text("skill_id"), "target_class": text("target_class"),
+                     "environment": text("environment"),
+                     "fact_kinds": [] if too_long else list(request.fact_kinds)}
+            if request.allow_analogies:  # records of requests without them stay as they were
+                query.update(allow_analogies=True, max_analogies=request.max_analogies,
+                             target_properties=[] if too_long else [
+                                 [kv.key, audited_number(kv.value)]
+                                 for kv in request.target_properties])
+            self.audit.submit(NewEvent(FACT_CONSULTATION, consultation_payload(
+                response.consultation_id, text("requester"), text("intent_id"), query, answer),
+                self.get_clock().now().nanoseconds))
         return response
 
     def on_explain_request(self, request, response):
@@ -205,7 +220,8 @@ class GroundingServer(ManagedMemoryNode):
             self._catch_up()
         except Exception as exc:  # a store outage: the next period tries again
             self.get_logger().warning(f"could not read the checkpoint: {exc}")
-        values = {"answers": self.answers, "identity_hash": self.gate.identity_hash or "",
+        values = {"answers": self.answers, "analogy_answers": self.analogy_answers,
+                  "identity_hash": self.gate.identity_hash or "",
                   "index_facts": self.index.size if self.index else 0,
                   "index_run_event_id": self.run_event_id, "index_reloads": self.reloads,
                   "refused_requests": self.refused_requests}

@@ -240,3 +240,17 @@ def test_performance_page_at_a_glance_is_the_benchmark_files():
                    f"{passes['incremental']['median_ms']} ms",
                    f"{passes['scaling']['rows'][-1]['rss_peak_mb']} MB"):
         assert figure in text, figure
+
+
+def test_performance_page_lifetime_figures_are_the_benchmark_file():
+    result = _result("lifetime")
+    section = PERFORMANCE[PERFORMANCE.index("## A working life"):]
+    for figure in (f"{result['live_mb_max_after']} MB", f"{result['compactions']} compactions",
+                   f"{result['bytes_per_result_over_canonical']}x",
+                   f"{result['compaction_s_per_1e5_events']['median']} s per 10^5"):
+        assert figure in section, figure
+    glance = PERFORMANCE[PERFORMANCE.index("## At a glance"):PERFORMANCE.index("## Grounding")]
+    assert f"{result['live_mb_peak_until_2x_retention']} -> {result['live_mb_max_after']} MB" \
+        in glance
+    for goal, met in result["goals"].items():
+        assert isinstance(met, bool), goal

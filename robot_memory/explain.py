@@ -1,17 +1,24 @@
 """Why does the robot think this? The provenance of one fact, from the log alone:
 the supporting events (counts by outcome and parameter, and their ids), the passes
-that touched the fact, its conflicts, and the grounding consultations that served it."""
+that touched the fact, its conflicts, and the grounding consultations that served it.
+
+Events that compactions moved into archive segments are read from them when the segments
+are given and all present; otherwise the explanation names the segments it did not read
+and counts the live store's events only."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
+from robot_memory.archives import archived_segments, history_events
 from robot_memory.consolidation.rules import RULES_BY_KIND, SkipRecord, supported_key
 from robot_memory.errors import InputError
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, FACT_CONSULTATION,
                                      KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED)
 from robot_memory.records import InvalidRecord, record_from_payload
-from robot_memory.store import FactRow, Partition
+from robot_memory.store import FactRow, Partition, StoredEvent
 
 MAX_IDS = 200  # event ids listed in full; beyond that the count is still exact
 SERVED_AS_FACT = "fact"
@@ -34,12 +41,12 @@ def find_fact(partition: Partition, fact_id: int = 0, kind: str = "",
     raise FactNotFound(f"no fact {wanted} for identity {partition.identity_hash[:12]}")
 
 
-def _supporting(partition: Partition, fact: FactRow) -> dict[str, Any]:
+def _supporting(results: Iterable[StoredEvent], fact: FactRow) -> dict[str, Any]:
     rule = RULES_BY_KIND[fact.kind]
     outcomes = {"success": 0, "failure": 0}
     parameters: dict[str, dict[str, int]] = {}
     ids: list[int] = []
-    for event in partition.events([EXECUTION_RESULT]):
+    for event in results:
         try:
             record = record_from_payload(event.payload, event.stamp_ns)
             items = rule.extract(record)
@@ -72,7 +79,8 @@ def _served_as(payload: dict[str, Any], kind_key: tuple[str, str]) -> str | None
     return None
 
 
-def explain_fact(partition: Partition, fact: FactRow) -> dict[str, Any]:
+def explain_fact(partition: Partition, fact: FactRow,
+                 archive_dir: Path | None = None) -> dict[str, Any]:
     """Provenance of a fact as plain data: its value, rule version and confidence, the
     supporting events (by outcome and parameter, with ids), the consolidation runs that
     touched it, its conflicts and the consultations that served it (those that lent it
@@ -80,8 +88,14 @@ def explain_fact(partition: Partition, fact: FactRow) -> dict[str, Any]:
     store errors propagate (SQLAlchemy errors; the CLI converts them)."""
     tag = f"{fact.kind}|{fact.key}"
     runs, conflicts, consultations = [], [], []
-    for event in partition.events([CONSOLIDATION_RUN, KNOWLEDGE_CONFLICT,
-                                   KNOWLEDGE_CONFLICT_RESOLVED, FACT_CONSULTATION]):
+    archived = archived_segments(partition, archive_dir)
+    read_archives = bool(archived) and all(a["present"] for a in archived)
+
+    def log(kinds: list[str]) -> Iterable[StoredEvent]:
+        return history_events(partition, archive_dir, kinds) if read_archives \
+            else partition.events(kinds)
+    for event in log([CONSOLIDATION_RUN, KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED,
+                      FACT_CONSULTATION]):
         payload = event.payload
         if event.kind == CONSOLIDATION_RUN and tag in payload.get("touched_facts", ()):
             runs.append({"event_id": event.id, "rule_version": payload["rule_version"],
@@ -107,8 +121,9 @@ def explain_fact(partition: Partition, fact: FactRow) -> dict[str, Any]:
                      "rule_version": fact.rule_version,
                      "last_supporting_event_id": fact.last_supporting_event_id,
                      "value": fact.value},
-            "supporting_events": _supporting(partition, fact), "runs": runs,
-            "conflicts": conflicts, "consultations": consultations}
+            "supporting_events": _supporting(log([EXECUTION_RESULT]), fact), "runs": runs,
+            "conflicts": conflicts, "consultations": consultations,
+            "archived": archived, "archived_read": read_archives}
 
 
 def format_explanation(explanation: dict[str, Any]) -> str:
@@ -137,6 +152,14 @@ def format_explanation(explanation: dict[str, Any]) -> str:
                  "".join(f"\n    {c['requester']} for intent {c['intent_id'] or '-'} "
                          f"(consultation {c['consultation_id']})" + _lent_note(c)
                          for c in consultations))
+    archived = explanation.get("archived", [])
+    if archived:
+        missing = [a["segment"] for a in archived if not a["present"]]
+        where = f"seq {archived[0]['from_seq']}..{archived[-1]['until_seq']}"
+        lines.append(f"  history {where} is in {len(archived)} archive segment(s): " +
+                     ("read" if explanation.get("archived_read") else
+                      "not read, counts above are the live store's only; needed: " +
+                      ", ".join(missing or [a["segment"] for a in archived])))
     return "\n".join(lines)
 
 

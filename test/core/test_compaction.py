@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import result_event
+from robot_memory.archives import forget_segment, segment_holding, verify_archives
 from robot_memory.compaction import (STEPS_PER_COMPACTION, CompactionError, compact,
-                                     compactable_until, default_archive_dir, forget_segment,
-                                     retention_due, segment_holding, verify_archives)
+                                     compactable_until, default_archive_dir, retention_due)
 from robot_memory.consolidation import RulesConfig, consolidation_pass, facts_snapshot
 from robot_memory.consolidation.overrides import record_operator_fact
 from robot_memory.event_kinds import COMPACTION
@@ -281,3 +281,23 @@ def test_retention_sheds_a_long_history_in_steps(tmp_path):
     # The last one reached retain_events from the head it saw, before its own event.
     assert steps[-1] == partition.head()[0] - 1 - 100
     assert verify_archives(partition, tmp_path / "segments").ok
+
+
+def test_explain_reads_the_segments_or_names_them(tmp_path):
+    from robot_memory.explain import explain_fact, find_fact, format_explanation
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    partition = MemoryStore(url).partition(IDENT)
+    partition.append_many(stream(6, 200, 1000.0))
+    consolidation_pass(partition, CONFIG)
+    fact = max(partition.facts(), key=lambda f: (f.n_observations, f.kind, f.key))
+    before = explain_fact(partition, fact)["supporting_events"]
+    archive = tmp_path / "segments"
+    report = compact(partition, compactable_until(partition), archive)
+    fact = find_fact(partition, kind=fact.kind, key=fact.key)
+    read = explain_fact(partition, fact, archive)
+    assert read["archived_read"] and read["supporting_events"] == before
+    assert "archive segment(s): read" in format_explanation(read)
+    unread = explain_fact(partition, fact)  # no directory given: named, not read
+    assert not unread["archived_read"]
+    assert unread["supporting_events"]["count"] < before["count"]
+    assert report.compaction.segment in format_explanation(unread)

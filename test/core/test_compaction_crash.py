@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from robot_memory.compaction import verify_archives
+from robot_memory.archives import verify_archives
 from robot_memory.store import MemoryStore, boot_check, verify_chain
 
 IDENT = "e" * 64

@@ -1,0 +1,130 @@
+"""What the verbs share: the store and identity options, parsing of stamps, times and
+--param, and the argument errors."""
+
+from __future__ import annotations
+
+import argparse
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from robot_memory.errors import (UsageError, from_foreign)
+
+DEFAULT_DB = "sqlite:///robot_memory.db"
+
+
+# Set to 1 to get the traceback of an unexpected error instead of its one line.
+TRACEBACK_ENV = "ROBOT_MEMORY_TRACEBACK"
+
+
+class CommandError(UsageError):
+    """Raised by a verb for arguments it refuses; printed without a traceback (exit 2)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are a UsageError (one line, exit 2) instead of usage + exit."""
+
+    def error(self, message: str):
+        error = UsageError(f"{message} (see {self.prog} --help)")
+        error.prog = self.prog  # the (sub)command whose arguments were refused
+        raise error
+
+
+def identity_from_args(args) -> str:
+    from robot_memory.manifest import load_manifest, parse_certified_hash
+    if getattr(args, "identity", None):
+        return parse_certified_hash(args.identity, "--identity")
+    if getattr(args, "manifest", None):
+        return load_manifest(args.manifest).identity_hash()
+    raise CommandError("give --manifest PATH or --identity HASH")
+
+
+def partition_from_args(args):
+    from robot_memory.store import MemoryStore
+    return MemoryStore(args.db).partition(identity_from_args(args))
+
+
+MAX_STAMP_NS = 2**63 - 1
+
+
+def stamp_ns_of(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError("stamp must be a number of seconds")
+    try:
+        seconds = Decimal(str(value))
+    except InvalidOperation as exc:
+        raise ValueError(f"stamp {value!r} is not a number") from exc
+    if not seconds.is_finite() or seconds < 0:
+        raise ValueError(f"stamp {value!r} must be finite and >= 0")
+    stamp_ns = int(seconds * 1_000_000_000)
+    if stamp_ns > MAX_STAMP_NS:
+        raise ValueError(f"stamp {value!r} is past what a 64-bit nanosecond time can hold "
+                         "(year 2262)")
+    return stamp_ns
+
+
+def rules_config_from_args(args, nodes: tuple[str, ...] = ("consolidator",)):
+    """The consolidator node's rules, with --param overrides (same names and checks;
+    `nodes` are the nodes whose parameter names the verb accepts)."""
+    from robot_memory.consolidation import RulesConfig
+    from robot_memory.parameters import node_settings
+    try:
+        return RulesConfig.from_settings(node_settings("consolidator",
+                                                       parse_overrides(args.param, nodes)))
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+
+
+def parse_overrides(pairs: list[str], nodes: tuple[str, ...]) -> dict[str, Any]:
+    """--param NAME=VALUE pairs (VALUE read as YAML); a NAME none of `nodes` declares is
+    refused (UnknownParameter), not ignored."""
+    import yaml
+
+    from robot_memory.parameters import check_names
+    overrides = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep:
+            raise CommandError(f"--param {pair!r}: expected NAME=VALUE")
+        try:
+            overrides[name] = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise CommandError(f"--param {pair!r}: VALUE is not YAML") from exc
+    check_names(overrides, nodes)
+    return overrides
+
+
+def time_ns_of(text: str, flag: str) -> int:
+    """Seconds (event time) or an ISO 8601 time, as nanoseconds."""
+    from datetime import datetime, timezone
+    try:
+        return stamp_ns_of(float(text))
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise CommandError(f"{flag} {text!r}: expected seconds or an ISO time") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return stamp_ns_of(repr(moment.timestamp()))
+
+
+def archive_dir_from_args(args) -> Path:
+    from robot_memory.compaction import default_archive_dir
+    return Path(args.archive_dir) if args.archive_dir else default_archive_dir(args.db)
+
+
+def check_url(url: str) -> None:
+    """Refuse a URL SQLAlchemy cannot use before any node or process starts."""
+    from sqlalchemy.engine import make_url
+    try:
+        make_url(url).get_dialect()
+    except Exception as exc:  # ArgumentError, NoSuchModuleError, a missing driver
+        raise from_foreign(exc, f"--db {url}") or exc
+
+
+def password_from_args(args) -> str | None:
+    if not args.password_file:
+        return None
+    return Path(args.password_file).read_text(encoding="utf-8").strip()

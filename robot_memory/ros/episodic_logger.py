@@ -23,10 +23,9 @@ import threading
 import time
 from collections import Counter
 
-from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.callback_groups import CallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import QoSMessageLostInfo, SubscriptionEventCallbacks
-from rclpy.subscription import Subscription
 from rclpy.task import Future as RosFuture
 
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
@@ -40,6 +39,7 @@ from robot_memory.ros.heap import release_freed_memory
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import execution_results_reader_qos
+from robot_memory.ros.rclpy_internals import poll_event
 from robot_memory.ros.redelivery import Redelivery, SampleId, sample_of, stored_samples
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.unheard_publishers import UnheardPublishers
@@ -58,21 +58,24 @@ HOLD_AT_MOST = 5000
 TRIM_AFTER_WRITTEN = 5000
 
 
-class TakenByIntake(ReentrantCallbackGroup):
-    """The result subscriptions' callback group, whose subscriptions the executor never
-    runs. rclpy rebuilds its whole wait set for every callback it hands out, which costs
-    far more than a result itself; the subscriptions stay out of the wait set, and the
-    intake thread takes whatever has arrived on them: one wake-up per period, not one per
-    result. Their message-lost events (created in the subscription's group) are the
-    executor's: they do not wake it as results arrive (measured on Jazzy and Kilted with
-    rmw_fastrtps and config/fastdds_profiles.xml: no more wake-ups than without them),
-    and rclpy offers no public way to poll them."""
+class TakenByIntake(CallbackGroup):
+    """A callback group the executor never runs. rclpy rebuilds its whole wait set for
+    every callback it hands out, which costs far more than a result itself; the result
+    subscriptions (and their message-lost events) sit in this group, out of the wait
+    set, and the intake thread takes whatever has arrived on them: one wake-up per
+    period, not one per result. With their message-lost events in the executor's wait
+    set instead, a respawned logger under a flood left record_event calls unanswered
+    (test_postgres_stack's kill -9 test): rclpy has no public poll for them, so
+    ros/rclpy_internals.py keeps the one private call it takes."""
 
     def can_execute(self, entity) -> bool:
-        return not isinstance(entity, Subscription)
+        return False
 
     def beginning_execution(self, entity) -> bool:
-        return not isinstance(entity, Subscription)
+        return False
+
+    def ending_execution(self, entity) -> None:
+        pass
 
 
 def _taken_by_intake_only(_data) -> None:
@@ -120,6 +123,7 @@ class EpisodicLogger(ManagedMemoryNode):
         self._taken_by_intake = TakenByIntake()
         self._intake: IntakeThread | None = None
         self._result_subscriptions: dict = {}
+        self._lost_events: dict = {}  # topic: its subscription's event handlers (polled)
         # What the log holds of the samples publishers may deliver again; read by the
         # intake thread before its first take (None until then).
         self._redelivery: Redelivery | None = None
@@ -162,6 +166,7 @@ class EpisodicLogger(ManagedMemoryNode):
                 ExecutionResult, topic, _taken_by_intake_only, qos,
                 callback_group=self._taken_by_intake, event_callbacks=events, raw=True)
             self._result_subscriptions[topic] = subscription
+            self._lost_events[topic] = subscription.event_handlers
             self.active_entities.append(subscription)
         self._intake = IntakeThread(self.params["intake_period_s"], self.take_arrived,
                                     self.get_logger())
@@ -170,6 +175,7 @@ class EpisodicLogger(ManagedMemoryNode):
 
     def stop(self) -> None:
         self._result_subscriptions.clear()
+        self._lost_events.clear()
         self.close()
 
     def close(self) -> None:
@@ -240,6 +246,10 @@ class EpisodicLogger(ManagedMemoryNode):
                                                                sample))
             finally:  # what was taken is queued, whatever ended the loop
                 self._submit(events, topic)
+            for handler in self._lost_events.get(topic, ()):
+                info = poll_event(handler)
+                if info is not None:
+                    self.on_message_lost(info)
         if redelivered:
             self._redelivered += redelivered
             self._log_at_most_once_a_second(

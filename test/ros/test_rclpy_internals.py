@@ -1,0 +1,24 @@
+"""The private rclpy attribute robot_memory/ros/rclpy_internals.py relies on is there, on
+whichever distribution runs this: a changed rclpy fails here, not in the field."""
+
+import rclpy
+from rclpy.event_handler import SubscriptionEventCallbacks
+
+from robot_memory.msg import ExecutionResult
+from robot_memory.ros.qos import execution_results_reader_qos
+from robot_memory.ros.rclpy_internals import READY_FLAG, poll_event
+
+
+def test_a_message_lost_handler_can_be_polled(ros_executor):
+    node = rclpy.create_node("rclpy_internals_probe")
+    try:
+        subscription = node.create_subscription(
+            ExecutionResult, "rclpy_internals_results", lambda _: None,
+            execution_results_reader_qos(10, True),
+            event_callbacks=SubscriptionEventCallbacks(message_lost=lambda _: None,
+                                                       use_default_callbacks=False))
+        handlers = subscription.event_handlers
+        assert handlers and all(hasattr(h, READY_FLAG) for h in handlers)
+        assert [poll_event(h) for h in handlers] == [None] * len(handlers)  # nothing lost
+    finally:
+        node.destroy_node()

@@ -40,7 +40,7 @@ def provenance(partition) -> list:
                   for f in partition.facts())
 
 
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), batches=st.lists(st.integers(1, 60), min_size=2,
                                                     max_size=6),

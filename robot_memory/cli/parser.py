@@ -28,6 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument("--identity", help="identity hash (64 hex digits)")
         return p
 
+    def with_archive_dir(p, what: str):
+        p.add_argument("--archive-dir", metavar="DIR",
+                       help=f"archive segments: {what} (default: beside a SQLite database, "
+                            "DB.segments)")
+
     def with_rule_params(p):
         p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="a consolidator parameter, e.g. half_life_s=3600 (repeatable)")
@@ -65,16 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
                             "(says on stderr which it took)")
     p.add_argument("--out", help="write the snapshot here instead of stdout")
     with_rule_params(p)
-    p.add_argument("--archive-dir", metavar="DIR",
-                   help="archive segments, for history that compactions moved there "
-                        "(default: beside a SQLite database, DB.segments)")
+    with_archive_dir(p, "history that compactions moved there is read from them")
     p.set_defaults(func=cmd_replay)
 
     p = with_store(verbs.add_parser("explain", help="why does the robot think this?"))
     p.add_argument("fact", metavar="FACT", help="fact id, or KIND|KEY")
-    p.add_argument("--archive-dir", metavar="DIR",
-                   help="archive segments holding compacted history, read when all are "
-                        "there (default: beside a SQLite database, DB.segments)")
+    with_archive_dir(p, "compacted history, read when all are there")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_explain)
 
@@ -127,8 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "consolidation has folded)")
     before.add_argument("--before-time", metavar="T",
                         help="compact the events before event time T (seconds or ISO 8601)")
-    p.add_argument("--archive-dir", metavar="DIR",
-                   help="where segments go (default: beside a SQLite database, DB.segments)")
+    with_archive_dir(p, "where the new segment goes")
     p.set_defaults(func=cmd_compact)
 
     p = with_store(verbs.add_parser(
@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("segment", metavar="NAME", help="the segment's file name")
     p.add_argument("--operator", required=True)
     p.add_argument("--reason", required=True)
-    p.add_argument("--archive-dir", metavar="DIR")
+    with_archive_dir(p, "where the segment is")
     p.set_defaults(func=cmd_forget_segment)
 
     p = verbs.add_parser("keygen", help="create an Ed25519 key pair for signed checkpoints")

@@ -118,18 +118,21 @@ def rows_only(rows: dict[str, list[tuple]], url: str) -> float:
                              [tuple(row) for row in rows["result_combos"]])
         conn.exec_driver_sql("INSERT INTO chain_heads (identity_hash, seq, event_hash) "
                              "VALUES (?, 0, ?)", (IDENTITY, "0" * 64))
+        conn.exec_driver_sql("INSERT INTO chains (chain_id, identity_hash) VALUES (?, ?)",
+                             (facets[0][1], IDENTITY))  # the chain number the rows carry
     conn = store.write_connection()
     started = time.process_time()
     for batch_events, batch_facets, batch_values, last in batches:
         with conn.begin():
-            conn.exec_driver_sql("SELECT seq, event_hash FROM chain_heads "
-                                 "WHERE identity_hash = ?", (IDENTITY,)).first()
+            chain = conn.exec_driver_sql(
+                "SELECT seq, event_hash, (SELECT chain_id FROM chains WHERE identity_hash = ?) "
+                "FROM chain_heads WHERE identity_hash = ?", (IDENTITY, IDENTITY)).first()[2]
             for name, batch in (("events", batch_events), ("result_facets", batch_facets),
                                 ("result_values", batch_values)):
                 insert_rows(conn, *_TABLES[name], batch)
             conn.exec_driver_sql("UPDATE chain_heads SET seq = ?, event_hash = ? "
-                                 "WHERE identity_hash = ?", (last[1], last[6], IDENTITY))
-            roll_up_blocks(conn, IDENTITY, store.rollup, (batch_events[0][1] - 1) // block,
+                                 "WHERE identity_hash = ?", (last[1], last[6].hex(), IDENTITY))
+            roll_up_blocks(conn, chain, store.rollup, (batch_events[0][1] - 1) // block,
                            last[1] // block)
     seconds = time.process_time() - started
     conn.close()

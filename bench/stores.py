@@ -31,7 +31,7 @@ MANIFEST = Path(__file__).resolve().parent.parent / "robot_memory" / "config" / 
 IDENTITY = load_manifest(MANIFEST).identity_hash()
 
 # Bump when the generated events change: cached stores carry it in their name.
-GENERATOR = "g7"  # g6: schema 3 (rollups); g7: schema 4 (rollups by block)
+GENERATOR = "g8"  # g6: schema 3 (rollups); g7: schema 4 (rollups by block); g8: schema 5
 SKILLS = ("manipulation.grasp", "manipulation.place")
 ENVIRONMENTS = ("env_0", "env_1")
 FAILURE_REASON = "slipped"

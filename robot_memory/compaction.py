@@ -177,7 +177,8 @@ def compact(partition: Partition, until_seq: int, archive_dir: Path, *,
             raise CompactionError("another compaction of this identity ran meanwhile")
         event = partition.append_in(conn, [NewEvent(
             COMPACTION, claims.payload(), stamp_ns if stamp_ns is not None else time.time_ns())])[0]
-        remove_range(conn, ident, from_seq, until_seq, scan.first_id, scan.last_id,
+        remove_range(conn, ident, partition.chain_number(conn), from_seq, until_seq,
+                     scan.first_id, scan.last_id,
                      scan.kept_ids, partition.store.rollup.block)
     report.compaction = Compaction.of_payload(event.seq, event.id, claims.payload())
     report.segment_path = path

@@ -40,13 +40,14 @@ def recompute_chain_from(db_url, identity, seq, new_payload_json):
     for row_id, row_seq, kind, stamp_ns, payload_json, prev_hash in rows:
         if row_seq < seq:
             prev = conn.execute("SELECT event_hash FROM events WHERE id = ?",
-                                (row_id,)).fetchone()[0]
+                                (row_id,)).fetchone()[0].hex()  # stored as 32 bytes
             continue
         if row_seq == seq:
             payload_json = new_payload_json
         digest = event_digest(prev, identity, row_seq, kind, stamp_ns, payload_json)
         conn.execute("UPDATE events SET payload_json = ?, prev_hash = ?, event_hash = ? "
-                     "WHERE id = ?", (payload_json, prev, digest, row_id))
+                     "WHERE id = ?", (payload_json, bytes.fromhex(prev), bytes.fromhex(digest),
+                                      row_id))
         prev = digest
     conn.execute("UPDATE chain_heads SET event_hash = ? WHERE identity_hash = ?", (prev, identity))
     last_id = conn.execute("SELECT id FROM events WHERE identity_hash = ? ORDER BY seq DESC",

@@ -61,7 +61,8 @@ class ResultAggregates:
 
 class ResultAggregation:
     """The aggregate reads' part of a Partition (store/partition.py), which gives it
-    `store`, `identity_hash` and the combination ids of its results (`_combos`)."""
+    `store`, `identity_hash`, its chain number (`chain_number`) and the combination ids
+    of its results (`_combos`)."""
 
     def result_aggregates(self, after_seq: int, until_seq: int, bucket_ns: int,
                           conn: Connection, until_stamp_ns: int | None = None
@@ -74,7 +75,7 @@ class ResultAggregation:
         come in several rows, to be added up. Both parts stream from cursors: iterate
         `outcomes`, then `values`, each once, before any other query on this connection's
         snapshot is needed."""
-        ident = self.identity_hash
+        chain = self.chain_number(conn)
         rollup = self.store.rollup
         blocks = _whole_blocks(after_seq, until_seq, rollup.block)
         if blocks is None or until_stamp_ns is not None or bucket_ns % rollup.bucket_ns:
@@ -88,10 +89,10 @@ class ResultAggregation:
         stamp = "" if until_stamp_ns is None else " AND stamp_ns <= :ts"
         pieces = []  # (facets WHERE, binds, first and last event id) of each end
         for lo, hi in ends:
-            binds = {"ident": ident, "lo": lo, "hi": hi}
+            binds = {"chain": chain, "lo": lo, "hi": hi}
             if until_stamp_ns is not None:
                 binds["ts"] = until_stamp_ns
-            where = f"identity_hash = :ident AND seq > :lo AND seq <= :hi{stamp}"
+            where = f"chain_id = :chain AND seq > :lo AND seq <= :hi{stamp}"
             id_lo, id_hi = conn.execute(text(
                 f"SELECT min(event_id), max(event_id) FROM result_facets WHERE {where}"),
                 binds).one()
@@ -105,7 +106,7 @@ class ResultAggregation:
             combos = self._combos.for_short_range(conn, pieces[0][0], pieces[0][1])
         else:
             combos = self._combos.committed(conn)
-        block_binds = ({"ident": ident, "b_lo": blocks[0], "b_hi": blocks[1]}
+        block_binds = ({"chain": chain, "b_lo": blocks[0], "b_hi": blocks[1]}
                        if blocks else {})
 
         def grouped_outcomes() -> Iterator[tuple]:
@@ -120,22 +121,21 @@ class ResultAggregation:
                 yield from _batched(conn.execute(text(
                     f"SELECT combo_id, {bucket}, CAST(sum(n) AS BIGINT), min(min_event_id), "
                     "max(max_event_id), max(max_stamp_ns), min(min_seq) FROM result_rollup "
-                    "WHERE identity_hash = :ident AND seq_block >= :b_lo AND seq_block < :b_hi "
+                    "WHERE chain_id = :chain AND seq_block >= :b_lo AND seq_block < :b_hi "
                     "GROUP BY combo_id, 2"), block_binds))
 
         def grouped_values() -> Iterator[Sequence]:
-            index = " INDEXED BY ix_result_values_event" if conn.dialect.name == "sqlite" else ""
             for _, binds, id_lo, id_hi in pieces:
                 yield from conn.execute(text(
                     "SELECT combo_id, source, name, value_repr, count(*), max(event_id), "
-                    f"max(stamp_ns) FROM result_values{index} "
+                    "max(stamp_ns) FROM result_values "
                     "WHERE event_id >= :id_lo AND event_id <= :id_hi"
-                    f" AND identity_hash = :ident{stamp} GROUP BY 1, 2, 3, 4"),
+                    f" AND chain_id = :chain{stamp} GROUP BY 1, 2, 3, 4"),
                     {**binds, "id_lo": id_lo, "id_hi": id_hi}).partitions(5000)
             if blocks:
                 yield from conn.execute(text(
                     "SELECT combo_id, source, name, value_repr, CAST(sum(n) AS BIGINT), "
-                    "max(max_event_id), max(max_stamp_ns) FROM value_rollup WHERE identity_hash = :ident "
+                    "max(max_event_id), max(max_stamp_ns) FROM value_rollup WHERE chain_id = :chain "
                     "AND seq_block >= :b_lo AND seq_block < :b_hi GROUP BY 1, 2, 3, 4"),
                     block_binds).partitions(5000)
 

@@ -21,11 +21,15 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, insert, select, text
 
 from robot_memory.event_kinds import COMPACTION
-from robot_memory.store.schema import (compaction_permits, events, result_facets,
-                                       result_rollup, result_values, value_rollup)
+from robot_memory.store.schema import (OTHER_THAN_RESULTS, compaction_permits, events,
+                                       result_facets, result_rollup, result_values,
+                                       value_rollup)
+
+# The kind index's condition, repeated so that the compactions are read through it.
+_NOT_A_RESULT = text(OTHER_THAN_RESULTS)
 
 # Kept events named per DELETE statement (their seqs or ids in a NOT IN list).
 KEPT_PER_STATEMENT = 2000
@@ -83,7 +87,7 @@ def compactions(identity_hash: str, conn: Connection) -> list[Compaction]:
     """The identity's compactions in chain order. A payload that does not parse is a
     forged or damaged event: ValueError naming it."""
     rows = conn.execute(select(events.c.id, events.c.seq, events.c.payload_json).where(
-        events.c.identity_hash == identity_hash, events.c.kind == COMPACTION)
+        events.c.identity_hash == identity_hash, _NOT_A_RESULT, events.c.kind == COMPACTION)
         .order_by(events.c.seq)).all()
     found = []
     for event_id, seq, payload_json in rows:
@@ -99,11 +103,11 @@ def removed_total(found: list[Compaction]) -> int:
     return sum(c.removed for c in found)
 
 
-def remove_range(conn: Connection, identity_hash: str, from_seq: int, until_seq: int,
+def remove_range(conn: Connection, identity_hash: str, chain: int, from_seq: int, until_seq: int,
                  first_event_id: int, last_event_id: int, kept: list[tuple[int, int]],
                  block: int) -> None:
     """Delete the range's rows but the `kept` (seq, event id) ones, and what indexes
-    them, under a permit that is gone again when this returns; in the caller's
+    them (under the identity's chain number `chain`), under a permit that is gone again when this returns; in the caller's
     transaction, which also holds the compaction event. By range, not by id: an identity's
     events of a range are its ids first_event_id..last_event_id. Rollup blocks wholly
     inside the range go too: a pass after the cut never reads them (it starts past it)."""
@@ -120,11 +124,11 @@ def remove_range(conn: Connection, identity_hash: str, from_seq: int, until_seq:
         high_id = last_event_id if last else kept_ids[chunk][-1]
         skip_seqs, skip_ids = kept_seqs[chunk], kept_ids[chunk]
         conn.execute(delete(result_values).where(
-            result_values.c.identity_hash == identity_hash,
+            result_values.c.chain_id == chain,
             result_values.c.event_id.between(low_id, high_id),
             result_values.c.event_id.not_in(skip_ids)))
         conn.execute(delete(result_facets).where(
-            result_facets.c.identity_hash == identity_hash,
+            result_facets.c.chain_id == chain,
             result_facets.c.seq.between(low_seq, high_seq),
             result_facets.c.seq.not_in(skip_seqs)))
         conn.execute(delete(events).where(
@@ -132,7 +136,7 @@ def remove_range(conn: Connection, identity_hash: str, from_seq: int, until_seq:
             events.c.seq.not_in(skip_seqs)))
     whole_blocks_until = until_seq // block  # blocks 0 .. this-1 end at or before the cut
     for table in (result_rollup, value_rollup):
-        conn.execute(delete(table).where(table.c.identity_hash == identity_hash,
+        conn.execute(delete(table).where(table.c.chain_id == chain,
                                          table.c.seq_block < whole_blocks_until))
     conn.execute(delete(compaction_permits).where(
         compaction_permits.c.identity_hash == identity_hash))

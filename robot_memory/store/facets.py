@@ -167,10 +167,11 @@ class ComboIds:
 _COMBO_COLUMNS = (*COMBO_FIELDS, "identity_hash")
 
 
-def insert_facets(conn: Connection, results: list[tuple[int, int, int, str | dict]],
+def insert_facets(conn: Connection, chain: int, results: list[tuple[int, int, int, str | dict]],
                   combo_ids: ComboIds, checked: Sequence[bool] = ()) -> int:
-    """Index (event id, seq, stamp_ns, payload_json) execution results of one identity
-    (the payload may be given decoded from that JSON already); returns how many.
+    """Index (event id, seq, stamp_ns, payload_json) execution results of one identity,
+    whose chain number is `chain` (the payload may be given decoded from that JSON
+    already); returns how many.
     checked[i]: results[i]'s payload is a validated record's (facets_of_checked)."""
     if not results:
         return 0
@@ -181,19 +182,18 @@ def insert_facets(conn: Connection, results: list[tuple[int, int, int, str | dic
                for (event_id, seq, stamp_ns, payload), is_checked
                in zip(results, checked or repeat(False))]
     ids = combo_ids.ids_of(conn, {combo for *_, combo, _ in decoded})
-    ident = combo_ids.identity_hash
     facets, values = [], []
     for event_id, seq, stamp_ns, combo, named in decoded:
         combo_id = ids[combo]
-        facets.append((event_id, ident, seq, stamp_ns, combo_id))
-        values += [(event_id, ident, combo_id, stamp_ns, source, name, value)
+        facets.append((event_id, chain, seq, stamp_ns, combo_id))
+        values += [(event_id, chain, combo_id, stamp_ns, source, name, value)
                    for source, name, value in named]
     insert_rows(conn, result_facets, _FACET_COLUMNS, facets)
     insert_rows(conn, result_values, _VALUE_COLUMNS, values)
     return len(facets)
 
 
-def roll_up_blocks(conn: Connection, identity_hash: str, rollup: RollupShape,
+def roll_up_blocks(conn: Connection, chain: int, rollup: RollupShape,
                    first_block: int, end_block: int) -> None:
     """Sum the result rows of blocks [first_block, end_block) into the rollups. Call it
     once per block, when the append that fills its last chain position has written its
@@ -203,23 +203,23 @@ def roll_up_blocks(conn: Connection, identity_hash: str, rollup: RollupShape,
     if first_block >= end_block:
         return
     size = int(rollup.block)
-    binds = {"ident": identity_hash, "lo": first_block * size, "hi": end_block * size}
+    binds = {"chain": chain, "lo": first_block * size, "hi": end_block * size}
     conn.execute(text(
-        "INSERT INTO result_rollup (identity_hash, combo_id, bucket, seq_block, n, "
+        "INSERT INTO result_rollup (chain_id, combo_id, bucket, seq_block, n, "
         "min_event_id, max_event_id, max_stamp_ns, min_seq) "
-        f"SELECT identity_hash, combo_id, {floor_div_sql('stamp_ns', rollup.bucket_ns)}, "
+        f"SELECT chain_id, combo_id, {floor_div_sql('stamp_ns', rollup.bucket_ns)}, "
         f"(seq - 1) / {size}, count(*), min(event_id), max(event_id), max(stamp_ns), min(seq) "
-        "FROM result_facets WHERE identity_hash = :ident AND seq > :lo AND seq <= :hi "
+        "FROM result_facets WHERE chain_id = :chain AND seq > :lo AND seq <= :hi "
         "GROUP BY 1, 2, 3, 4"), binds)
     # A block's values are those of its results (joined by event id: the values carry
     # no chain position).
     conn.execute(text(
-        "INSERT INTO value_rollup (identity_hash, combo_id, source, name, value_repr, "
+        "INSERT INTO value_rollup (chain_id, combo_id, source, name, value_repr, "
         "seq_block, n, max_event_id, max_stamp_ns) "
-        "SELECT v.identity_hash, v.combo_id, v.source, v.name, v.value_repr, "
+        "SELECT v.chain_id, v.combo_id, v.source, v.name, v.value_repr, "
         f"(f.seq - 1) / {size}, count(*), max(v.event_id), max(v.stamp_ns) "
         "FROM result_facets f JOIN result_values v ON v.event_id = f.event_id "
-        "WHERE f.identity_hash = :ident AND f.seq > :lo AND f.seq <= :hi "
+        "WHERE f.chain_id = :chain AND f.seq > :lo AND f.seq <= :hi "
         "GROUP BY 1, 2, 3, 4, 5, 6"), binds)
 
 
@@ -231,6 +231,6 @@ def floor_div_sql(column: str, width: int) -> str:
     return f"CASE WHEN {column} >= 0 THEN {column} / {w} ELSE -(({w - 1} - {column}) / {w}) END"
 
 
-_FACET_COLUMNS = ("event_id", "identity_hash", "seq", "stamp_ns", "combo_id")
-_VALUE_COLUMNS = ("event_id", "identity_hash", "combo_id", "stamp_ns", "source", "name",
+_FACET_COLUMNS = ("event_id", "chain_id", "seq", "stamp_ns", "combo_id")
+_VALUE_COLUMNS = ("event_id", "chain_id", "combo_id", "stamp_ns", "source", "name",
                   "value_repr")

@@ -13,7 +13,7 @@ from sqlalchemy import Connection
 
 REFUSAL = "robot_memory: the episodic log is append-only"
 
-_SQLITE = [
+SQLITE_GUARDS = [
     f"""CREATE TRIGGER IF NOT EXISTS events_refuse_update BEFORE UPDATE ON events
         BEGIN SELECT RAISE(ABORT, '{REFUSAL} (UPDATE refused)'); END""",
     "DROP TRIGGER IF EXISTS events_refuse_delete",  # before compaction permits
@@ -46,7 +46,7 @@ _POSTGRESQL = [
 
 def install_append_only_guards(conn: Connection) -> None:
     """Create the triggers (idempotent) for this connection's dialect."""
-    statements = {"sqlite": _SQLITE, "postgresql": _POSTGRESQL}.get(conn.dialect.name)
+    statements = {"sqlite": SQLITE_GUARDS, "postgresql": _POSTGRESQL}.get(conn.dialect.name)
     if statements is None:
         raise NotImplementedError(f"no append-only guard for {conn.dialect.name}")
     for statement in statements:

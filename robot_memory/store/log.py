@@ -11,17 +11,19 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, func, insert, select, text
 from sqlalchemy.dialects import postgresql
 
 from robot_memory.canonical import canonical_json, plain_canonical_json, sha256_hex
 from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.store.bulk import insert_rows, placeholder
 from robot_memory.store.facets import ComboIds, insert_facets, roll_up_blocks
-from robot_memory.store.schema import GENESIS_HASH, chain_heads, events
+from robot_memory.store.schema import (GENESIS_HASH, OTHER_THAN_RESULTS, chain_heads, chains,
+                                       events, result_facets)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,30 @@ def _json_int(value: int) -> str:
     return int.__repr__(value) if type(value) is int else canonical_json(value)
 
 
+def _insert_once(conn: Connection, table, **values) -> None:
+    """Insert a row keyed by identity_hash unless it is there."""
+    if conn.dialect.name == "postgresql":
+        # Two writers may start a new identity at once; the head's row lock does the rest.
+        conn.execute(postgresql.insert(table).values(**values)
+                     .on_conflict_do_nothing(index_elements=["identity_hash"]))
+    else:  # SQLite's write transaction already holds the whole database
+        conn.execute(insert(table).values(**values))
+
+
+# The kind index's own condition, as a term the query repeats (schema.OTHER_THAN_RESULTS).
+_NOT_A_RESULT = text(OTHER_THAN_RESULTS)
+
+
+@contextmanager
+def _reading(store, conn: Connection | None) -> Iterator[Connection]:
+    """The caller's connection, or a read transaction of our own for the block."""
+    if conn is not None:
+        yield conn
+    else:
+        with store.read() as own:
+            yield own
+
+
 def _event_from_row(row) -> StoredEvent:
     return StoredEvent(row.id, row.seq, row.kind, row.stamp_ns, json.loads(row.payload_json),
                        row.prev_hash, row.event_hash)
@@ -118,7 +144,7 @@ class EventLog:
         """append_in, giving each appended event's StoredEvent fields as a tuple (id, seq,
         kind, stamp_ns, payload, prev_hash, event_hash): a caller that needs few of them
         as events (the logger: its acknowledged writes) does not make the rest."""
-        seq, prev = self._lock_head(conn)
+        seq, prev, chain = self._lock_head(conn)
         self._forget_if_rolled_back(conn, seq, prev)
         inserted = self._combos.inserted
         first_seq, ident = seq + 1, self.identity_hash
@@ -137,7 +163,10 @@ class EventLog:
             prev = digest
         if not rows:
             return []
-        insert_rows(conn, events, _EVENT_COLUMNS, rows)
+        # The hashes as the store keeps them (schema.Digest), in the driver's own rows.
+        fromhex = bytes.fromhex
+        insert_rows(conn, events, _EVENT_COLUMNS,
+                    [(*row[:5], fromhex(row[5]), fromhex(row[6])) for row in rows])
         mark = placeholder(conn)
         # Plain driver statements: the same few per batch, without SQLAlchemy's per-call
         # statement building (a good part of a small batch's cost).
@@ -147,11 +176,12 @@ class EventLog:
             f"SELECT seq, id FROM events WHERE identity_hash = {mark} AND seq >= {mark}",
             (ident, first_seq)).all())
         results = [i for i, row in enumerate(rows) if row[2] == EXECUTION_RESULT]
-        insert_facets(conn, [(ids[rows[i][1]], rows[i][1], rows[i][3], kept[i])
-                             for i in results], self._combos, [checked[i] for i in results])
+        insert_facets(conn, chain, [(ids[rows[i][1]], rows[i][1], rows[i][3], kept[i])
+                                    for i in results], self._combos,
+                      [checked[i] for i in results])
         # The blocks this append filled are summed now, once (facets.roll_up_blocks).
         block = self.store.rollup.block
-        roll_up_blocks(conn, ident, self.store.rollup, (first_seq - 1) // block, seq // block)
+        roll_up_blocks(conn, chain, self.store.rollup, (first_seq - 1) // block, seq // block)
         if self._combos.inserted != inserted:
             self._combos_added_at = (seq, prev)
         return [(ids[row[1]], row[1], row[2], row[3], payload, row[5], row[6])
@@ -166,28 +196,40 @@ class EventLog:
         added_at, self._combos_added_at = self._combos_added_at, None
         if added_at is None or added_at == (head_seq, head_hash):
             return
-        mark = placeholder(conn)
-        if conn.exec_driver_sql(
-                f"SELECT event_hash FROM events WHERE identity_hash = {mark} AND seq = {mark}",
-                (self.identity_hash, added_at[0])).scalar() != added_at[1]:
+        if conn.execute(select(events.c.event_hash).where(
+                events.c.identity_hash == self.identity_hash,
+                events.c.seq == added_at[0])).scalar() != added_at[1]:
             self._combos = ComboIds(self.identity_hash)
 
-    def _lock_head(self, conn: Connection) -> tuple[int, str]:
+    def _lock_head(self, conn: Connection) -> tuple[int, str, int]:
+        """(seq, hash, chain number) of the head, locked; a new identity's chain starts
+        here (its head row and its `chains` row, in the caller's transaction)."""
         mark = placeholder(conn)
         lock = " FOR UPDATE" if conn.dialect.name == "postgresql" else ""
-        query = (f"SELECT seq, event_hash FROM chain_heads WHERE identity_hash = {mark}{lock}",
-                 (self.identity_hash,))
+        query = (f"SELECT seq, event_hash, (SELECT chain_id FROM chains WHERE identity_hash "
+                 f"= {mark}) FROM chain_heads WHERE identity_hash = {mark}{lock}",
+                 (self.identity_hash, self.identity_hash))
         head = conn.exec_driver_sql(*query).first()
-        if head is None:
-            values = dict(identity_hash=self.identity_hash, seq=0, event_hash=GENESIS_HASH)
-            if conn.dialect.name == "postgresql":
-                # Two writers may start a new identity at once; the row lock does the rest.
-                conn.execute(postgresql.insert(chain_heads).values(**values)
-                             .on_conflict_do_nothing(index_elements=["identity_hash"]))
-            else:  # SQLite's write transaction already holds the whole database
-                conn.execute(insert(chain_heads).values(**values))
+        if head is None or head[2] is None:
+            if head is None:
+                _insert_once(conn, chain_heads, identity_hash=self.identity_hash, seq=0,
+                             event_hash=GENESIS_HASH)
+            _insert_once(conn, chains, identity_hash=self.identity_hash)
             head = conn.exec_driver_sql(*query).first()
-        return head[0], head[1]
+        return head[0], head[1], head[2]
+
+    def chain_number(self, conn: Connection) -> int:
+        """This identity's chain number in the result index (chains), or 0 (which no row
+        carries) while it has none. Cached once seen: a chain's row never changes."""
+        if self._chain_number is None:
+            mark = placeholder(conn)
+            found = conn.exec_driver_sql(
+                f"SELECT chain_id FROM chains WHERE identity_hash = {mark}",
+                (self.identity_hash,)).scalar()
+            if found is None:
+                return 0
+            self._chain_number = found
+        return self._chain_number
 
     def head(self, conn: Connection | None = None) -> tuple[int, str]:
         """(seq, hash) of the newest event. Pass the caller's read transaction to get the
@@ -201,6 +243,24 @@ class EventLog:
         return (row.seq, row.event_hash) if row else (0, GENESIS_HASH)
 
     # -- reads ------------------------------------------------------------------------
+    def _of_kinds(self, columns, kinds: list[str] | None, conn: Connection):
+        """(select of `columns` from this identity's events of these kinds, the seq column
+        to range and order it by), through the index that holds them: result_facets for
+        execution results alone, the kind index for other kinds (whose condition the
+        query repeats: see schema.OTHER_THAN_RESULTS), the chain for a mix."""
+        if kinds == [EXECUTION_RESULT]:
+            joined = events.join(result_facets, result_facets.c.event_id == events.c.id)
+            return (select(*columns).select_from(joined)
+                    .where(result_facets.c.chain_id == self.chain_number(conn)),
+                    result_facets.c.seq)
+        query = select(*columns).where(events.c.identity_hash == self.identity_hash)
+        if kinds is not None:
+            if EXECUTION_RESULT not in kinds:
+                query = query.where(_NOT_A_RESULT)
+            query = query.where(events.c.kind.in_(kinds) if len(kinds) != 1
+                                else events.c.kind == kinds[0])
+        return query, events.c.seq
+
     def events(self, kinds: Iterable[str] | None = None, after_seq: int = 0,
                until_seq: int | None = None, batch_size: int = 5000,
                conn: Connection | None = None) -> Iterator[StoredEvent]:
@@ -208,18 +268,12 @@ class EventLog:
         kinds = list(kinds) if kinds is not None else None
         cursor = after_seq
         while True:
-            query = select(events).where(events.c.identity_hash == self.identity_hash,
-                                         events.c.seq > cursor)
-            if kinds is not None:
-                query = query.where(events.c.kind.in_(kinds))
-            if until_seq is not None:
-                query = query.where(events.c.seq <= until_seq)
-            query = query.order_by(events.c.seq).limit(batch_size)
-            if conn is None:
-                with self.store.read() as own:
-                    batch = own.execute(query).all()
-            else:
-                batch = conn.execute(query).all()
+            with _reading(self.store, conn) as reader:
+                query, seq = self._of_kinds(events.c, kinds, reader)
+                query = query.where(seq > cursor)
+                if until_seq is not None:
+                    query = query.where(seq <= until_seq)
+                batch = reader.execute(query.order_by(seq).limit(batch_size)).all()
             for row in batch:
                 yield _event_from_row(row)
             if len(batch) < batch_size:
@@ -233,11 +287,9 @@ class EventLog:
         columns = (events.c.id, events.c.seq, events.c.stamp_ns, events.c.payload_json)
         cursor = after_seq
         while True:
-            batch = conn.execute(
-                select(*columns).where(events.c.identity_hash == self.identity_hash,
-                                       events.c.kind == kind, events.c.seq > cursor,
-                                       events.c.seq <= until_seq)
-                .order_by(events.c.seq).limit(batch_size)).all()
+            query, seq = self._of_kinds(columns, [kind], conn)
+            batch = conn.execute(query.where(seq > cursor, seq <= until_seq)
+                                 .order_by(seq).limit(batch_size)).all()
             yield from batch
             if len(batch) < batch_size:
                 return
@@ -250,37 +302,26 @@ class EventLog:
         return _event_from_row(row) if row else None
 
     def count_events(self, kind: str | None = None) -> int:
-        query = select(func.count()).select_from(events).where(
-            events.c.identity_hash == self.identity_hash)
-        if kind is not None:
-            query = query.where(events.c.kind == kind)
         with self.store.read() as conn:
+            query, _ = self._of_kinds([func.count()], None if kind is None else [kind], conn)
             return conn.execute(query).scalar_one()
 
     def latest_event(self, kind: str, conn: Connection | None = None) -> StoredEvent | None:
-        query = (select(events).where(events.c.identity_hash == self.identity_hash,
-                                      events.c.kind == kind)
-                 .order_by(events.c.seq.desc()).limit(1))
-        if conn is None:
-            with self.store.read() as own:
-                row = own.execute(query).first()
-        else:
-            row = conn.execute(query).first()
+        with _reading(self.store, conn) as reader:
+            query, seq = self._of_kinds(events.c, [kind], reader)
+            row = reader.execute(query.order_by(seq.desc()).limit(1)).first()
         return _event_from_row(row) if row else None
 
     def latest_payload_json(self, kind: str, conn: Connection) -> tuple[int, int, str] | None:
         """(seq, id, payload as stored) of the newest event of this kind, undecoded: a
         caller that needs a few fields of a large payload parses only those."""
-        mark = placeholder(conn)
-        row = conn.exec_driver_sql(
-            f"SELECT seq, id, payload_json FROM events WHERE identity_hash = {mark} "
-            f"AND kind = {mark} ORDER BY seq DESC LIMIT 1", (self.identity_hash, kind)).first()
+        query, seq = self._of_kinds((events.c.seq, events.c.id, events.c.payload_json),
+                                    [kind], conn)
+        row = conn.execute(query.order_by(seq.desc()).limit(1)).first()
         return (row[0], row[1], row[2]) if row else None
 
     def _latest_seq(self, kind: str, conn: Connection) -> int:
         """seq of the newest event of this kind (0 if none), without reading its payload
         (a run's lists every fact it touched: thousands of keys to decode for one number)."""
-        query = (select(events.c.seq)
-                 .where(events.c.identity_hash == self.identity_hash, events.c.kind == kind)
-                 .order_by(events.c.seq.desc()).limit(1))
-        return conn.execute(query).scalar() or 0
+        query, seq = self._of_kinds([events.c.seq], [kind], conn)
+        return conn.execute(query.order_by(seq.desc()).limit(1)).scalar() or 0

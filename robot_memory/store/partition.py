@@ -24,6 +24,7 @@ class Partition(EventLog, ResultAggregation, SemanticTier):
         self.store = store
         self.identity_hash = identity_hash
         self._combos = ComboIds(identity_hash)
+        self._chain_number: int | None = None  # chains.chain_id, once seen (EventLog)
         # Where the last append that inserted combinations left the head, until it is
         # seen committed (_forget_if_rolled_back).
         self._combos_added_at: tuple[int, str] | None = None

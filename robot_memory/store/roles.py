@@ -9,7 +9,8 @@ Three kinds of role:
   TRUNCATE of `events`, never DDL. Row-level security limits every table with an
   `identity_hash` column to the identities mapped to the login role in `robot_roles`,
   a table only the owner writes: a robot cannot choose its identity, not even with
-  hand-written SQL (a session setting would let the client choose).
+  hand-written SQL (a session setting would let the client choose). The tables keyed by
+  chain number (`chain_id`) are limited to the chains of those identities.
 - `robot_memory_analytics` (no login), granted to analysts: SELECT across robots.
 
 The tables that get row-level security are found from the schema metadata, so a table
@@ -36,6 +37,7 @@ FLEET_READ_POLICY = "robot_memory_fleet_read"
 RUNTIME_PRIVILEGES = {
     "events": "SELECT, INSERT",  # the log: append and read, nothing else
     "chain_heads": "SELECT, INSERT, UPDATE",  # the append moves the head
+    "chains": "SELECT, INSERT",  # an identity's chain number, added by its first append
     "store_info": "SELECT",  # schema version, written by the owner
     # The index of the log's results (schema 2): appended with the events, never changed.
     "result_combos": "SELECT, INSERT",
@@ -54,6 +56,8 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 # Rows of `robot_roles` name the login role and the identity it may read and write.
 _MAPPED = (f"identity_hash IN (SELECT identity_hash FROM {ROBOT_ROLES_TABLE} "
            "WHERE role_name = current_user::text)")
+# The same for a table keyed by chain number: the chains of the mapped identities.
+_MAPPED_CHAINS = f"chain_id IN (SELECT chain_id FROM chains WHERE {_MAPPED})"
 
 
 class RoleError(InputError):
@@ -62,8 +66,14 @@ class RoleError(InputError):
 
 
 def identity_tables() -> list[Table]:
-    """Every table of the schema with an identity_hash column (all get row-level security)."""
-    return [t for t in metadata.sorted_tables if "identity_hash" in t.c]
+    """Every table of the schema with an identity_hash or chain_id column (all get
+    row-level security)."""
+    return [t for t in metadata.sorted_tables if "identity_hash" in t.c or "chain_id" in t.c]
+
+
+def _own_rows(table: Table) -> str:
+    """The row-level security condition of the runtime role on one table."""
+    return _MAPPED if "identity_hash" in table.c else _MAPPED_CHAINS
 
 
 def runtime_privileges(table: str) -> str:
@@ -100,7 +110,7 @@ def security_statements() -> list[str]:
             f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY",
             f"DROP POLICY IF EXISTS {OWN_ROWS_POLICY} ON {name}",
             f"CREATE POLICY {OWN_ROWS_POLICY} ON {name} TO {RUNTIME_ROLE} "
-            f"USING ({_MAPPED}) WITH CHECK ({_MAPPED})",
+            f"USING ({_own_rows(table)}) WITH CHECK ({_own_rows(table)})",
             f"DROP POLICY IF EXISTS {FLEET_READ_POLICY} ON {name}",
             f"CREATE POLICY {FLEET_READ_POLICY} ON {name} FOR SELECT TO {ANALYTICS_ROLE} "
             "USING (true)",

@@ -1,20 +1,42 @@
-"""Tables of the memory store. Every row carries identity_hash, so each robot
-reads and writes only its own partition."""
+"""Tables of the memory store. Every row carries its identity: the identity_hash, or
+the chain number that `chains` maps to it, so each robot reads and writes only its own
+partition."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import (BigInteger, Column, Float, Index, Integer, MetaData, PrimaryKeyConstraint,
-                        String, Table, Text, UniqueConstraint)
+from sqlalchemy import (BigInteger, Column, Float, Index, Integer, LargeBinary, MetaData,
+                        PrimaryKeyConstraint, String, Table, Text, TypeDecorator,
+                        UniqueConstraint, text)
 
 # 2: result_facets and result_values (what the rules group and count by, typed).
 # 3: result_rollup and value_rollup (the same, pre-aggregated per block of the chain).
 # 4: the rollups clustered by chain block first (see below).
-SCHEMA_VERSION = 4
+# 5: the result index and its rollups keyed by a chain number (`chains`), not by the
+#    64-character identity hash; the events' kind index leaves execution results out;
+#    their hashes stored as 32 bytes (Digest), not 64 hex digits.
+SCHEMA_VERSION = 5
 GENESIS_HASH = "0" * 64
 
 metadata = MetaData()
+
+
+class Digest(TypeDecorator):
+    """A SHA-256 digest: 32 bytes in the store (schema 5; half the 64 hex digits it was),
+    64 lower-case hex digits in Python, as the chain hashes them. Statements built from
+    these tables convert both ways; the few plain driver statements that write or read
+    one convert themselves (store/log.py). A value that is not bytes (hex text written
+    by hand, behind the triggers) is given back as it is, so verification names it."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return bytes.fromhex(value) if isinstance(value, str) else value
+
+    def process_result_value(self, value, dialect):
+        return bytes(value).hex() if isinstance(value, (bytes, memoryview)) else value
 
 # Key/value facts about the store itself (schema version).
 store_info = Table(
@@ -45,11 +67,29 @@ events = Table(
     # Event time (ROS time of the source, sim time in Gazebo), nanoseconds.
     Column("stamp_ns", BigInteger, nullable=False),
     Column("payload_json", Text, nullable=False),
-    Column("prev_hash", String(64), nullable=False),
-    Column("event_hash", String(64), nullable=False),
+    Column("prev_hash", Digest, nullable=False),
+    Column("event_hash", Digest, nullable=False),
     UniqueConstraint("identity_hash", "seq", name="uq_events_identity_seq"),
 )
-Index("ix_events_identity_kind_seq", events.c.identity_hash, events.c.kind, events.c.seq)
+# Events of one kind, for every kind but execution_result (schema 5): results are most of
+# the log, and result_facets indexes them by chain position already (with their 64-
+# character identity hash, this index took a tenth of the store). A query uses it only
+# when its WHERE repeats the index's own term (OTHER_THAN_RESULTS, store/log.py):
+# SQLite matches a partial index's condition term by term, it does not infer it from
+# `kind = ?`.
+OTHER_THAN_RESULTS = "kind <> 'execution_result'"
+Index("ix_events_identity_kind_seq_other", events.c.identity_hash, events.c.kind, events.c.seq,
+      sqlite_where=text(OTHER_THAN_RESULTS), postgresql_where=text(OTHER_THAN_RESULTS))
+
+# A small number per identity's chain (schema 5), which the result index and its rollups
+# carry instead of the identity hash: they hold several rows per result, and 64
+# characters in each row and index entry were half of what the store kept per result.
+# Rows are only ever added (the first append of an identity adds its row).
+chains = Table(
+    "chains", metadata,
+    Column("chain_id", Integer, primary_key=True, autoincrement=True),
+    Column("identity_hash", String(64), nullable=False, unique=True),
+)
 
 # Newest link of each chain; its row lock serialises appends to one identity.
 chain_heads = Table(
@@ -127,30 +167,34 @@ result_facets = Table(
     "result_facets", metadata,
     Column("event_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
            autoincrement=False),
-    Column("identity_hash", String(64), nullable=False),
+    Column("chain_id", Integer, nullable=False),  # chains.chain_id of the result's identity
     Column("seq", BigInteger, nullable=False),
     Column("stamp_ns", BigInteger, nullable=False),
     Column("combo_id", Integer, nullable=False),
 )
-Index("ix_result_facets_identity_seq", result_facets.c.identity_hash, result_facets.c.seq)
+Index("ix_result_facets_chain_seq", result_facets.c.chain_id, result_facets.c.seq)
 
 # Parameters (source 0) and observations (source 1), one row per name, with the
 # result's combination and stamp so a pass aggregates them without a join. The value is
 # kept as repr(float): the exact key of the rules' multisets (a REAL column would merge
 # 0.0 and -0.0, which the multisets keep apart). Event ids grow with seq within a
 # chain (appends to a chain are serialised), so a chain range is an event-id range.
+# Clustered by event (WITHOUT ROWID; schema 5): a range's rows are read and removed in
+# key order, with no rowid and no second index beside them.
 result_values = Table(
     "result_values", metadata,
     Column("event_id", BigInteger().with_variant(Integer, "sqlite"), nullable=False),
-    # Every row carries its identity: row-level security on a fleet store keys on it.
-    Column("identity_hash", String(64), nullable=False),
+    # Every row carries its chain: row-level security on a fleet store keys on it.
+    Column("chain_id", Integer, nullable=False),
     Column("combo_id", Integer, nullable=False),
     Column("stamp_ns", BigInteger, nullable=False),
     Column("source", Integer, nullable=False),
     Column("name", Text, nullable=False),
     Column("value_repr", Text, nullable=False),
+    # A result names each parameter and each observation once.
+    PrimaryKeyConstraint("event_id", "source", "name", name="result_values_pkey"),
+    sqlite_with_rowid=False,
 )
-Index("ix_result_values_event", result_values.c.event_id)
 
 # The facets and values again, summed per block of chain positions (block b holds seq
 # b*size+1 .. (b+1)*size) and, for outcomes, per event-time bucket (RollupShape, fixed
@@ -178,7 +222,7 @@ class RollupShape:
 
 result_rollup = Table(
     "result_rollup", metadata,
-    Column("identity_hash", String(64), nullable=False),
+    Column("chain_id", Integer, nullable=False),
     Column("combo_id", Integer, nullable=False),
     Column("bucket", BigInteger, nullable=False),  # stamp_ns // RollupShape.bucket_ns
     Column("seq_block", BigInteger, nullable=False),  # (seq - 1) // RollupShape.block
@@ -187,14 +231,14 @@ result_rollup = Table(
     Column("max_event_id", BigInteger, nullable=False),
     Column("max_stamp_ns", BigInteger, nullable=False),
     Column("min_seq", BigInteger, nullable=False),
-    PrimaryKeyConstraint("identity_hash", "seq_block", "combo_id", "bucket",
+    PrimaryKeyConstraint("chain_id", "seq_block", "combo_id", "bucket",
                          name="result_rollup_pkey"),
     sqlite_with_rowid=False,
 )
 
 value_rollup = Table(
     "value_rollup", metadata,
-    Column("identity_hash", String(64), nullable=False),
+    Column("chain_id", Integer, nullable=False),
     Column("combo_id", Integer, nullable=False),
     Column("source", Integer, nullable=False),
     Column("name", Text, nullable=False),
@@ -203,7 +247,7 @@ value_rollup = Table(
     Column("n", BigInteger, nullable=False),
     Column("max_event_id", BigInteger, nullable=False),
     Column("max_stamp_ns", BigInteger, nullable=False),
-    PrimaryKeyConstraint("identity_hash", "seq_block", "combo_id", "source", "name",
+    PrimaryKeyConstraint("chain_id", "seq_block", "combo_id", "source", "name",
                          "value_repr", name="value_rollup_pkey"),
     sqlite_with_rowid=False,
 )

@@ -1,7 +1,8 @@
-"""Schema 1, 2 and 3 -> 4: a store written before the result facets (1) or their
-rollups (2) existed, or with the rollups in pass order (3), is upgraded when it is opened
-(or by `robot-memory migrate`): verified before and after, logged as an event, no event
-rewritten, and consolidation goes on to the same facts."""
+"""Schema 1, 2, 3 and 4 -> 5: a store written before the result facets (1) or their
+rollups (2) existed, with the rollups in pass order (3), or with the result index keyed
+by identity hash (4), is upgraded when it is opened (or by `robot-memory migrate`):
+verified before and after, logged as an event, no event rewritten, and consolidation
+goes on to the same facts."""
 
 import shutil
 import sqlite3
@@ -13,14 +14,19 @@ import oracle_consolidation
 import pytest
 from helpers import varied_events
 from sqlalchemy import create_engine, func, select, text
+from sqlalchemy.dialects import postgresql as postgresql_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from robot_memory.consolidation import consolidation_pass, facts_snapshot, replay_snapshot
 from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
 from robot_memory.store import MemoryStore, NewEvent, StoreError, verify_chain
+from robot_memory.store.guards import SQLITE_GUARDS
 from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, metadata, result_combos,
-                                       result_facets)
+                                       result_facets, result_rollup, result_values,
+                                       value_rollup)
 
 IDENT, OTHER = "d" * 64, "e" * 64
+REFUSE_UPDATE_TRIGGER = SQLITE_GUARDS[0]
 SMALL_BLOCKS = RollupShape(block=16)  # so that a few hundred events fill blocks
 
 # What each older version has on disk that the current one does not, and lacks.
@@ -29,10 +35,13 @@ GROUP_INDEX = ("CREATE INDEX ix_result_values_group ON result_values (identity_h
                "source, name, value_repr, event_id, stamp_ns)")
 
 
-# Schema 4's rollups are clustered by chain block first; 3's in the order a pass groups.
-BLOCK_FIRST_KEYS = {"result_rollup": "identity_hash, seq_block, combo_id, bucket",
-                    "value_rollup": "identity_hash, seq_block, combo_id, source, name, value_repr"}
-# Schema 3's: the same columns and rows.
+# Schema 4's and 5's rollups are clustered by chain block first (5's by chain number);
+# 3's in the order a pass groups.
+BLOCK_FIRST_KEYS = {"result_rollup": "chain_id, seq_block, combo_id, bucket",
+                    "value_rollup": "chain_id, seq_block, combo_id, source, name, value_repr"}
+V4_ROLLUP_KEYS = {table: key.replace("chain_id", "identity_hash")
+                  for table, key in BLOCK_FIRST_KEYS.items()}
+# Schema 3's: schema 4's columns and rows.
 V3_ROLLUP_KEYS = {"result_rollup": "identity_hash, combo_id, bucket, seq_block",
                   "value_rollup": "identity_hash, combo_id, source, name, value_repr, seq_block"}
 
@@ -51,7 +60,58 @@ def v3_rollups(dialect: str) -> list[str]:
 
 
 def rollup_columns(table: str) -> str:
-    return ", ".join(f"{column.name} NOT NULL" for column in metadata.tables[table].columns)
+    """Schema 4's columns of a rollup table (the identity hash where 5 has the chain)."""
+    return ", ".join(f"{v4_name(column.name)} NOT NULL"
+                     for column in metadata.tables[table].columns)
+
+
+def v4_name(column: str) -> str:
+    return "identity_hash" if column == "chain_id" else column
+
+
+def v4_index_tables(dialect: str) -> list[str]:
+    """SQL that turns a current (schema 5) store into what schema 4 left on disk: the
+    result index and its rollups keyed by identity hash, no chain numbers, and the kind
+    index over every event."""
+    compiler = (postgresql_dialect if dialect == "postgresql" else sqlite_dialect).dialect()
+    statements = ["DROP INDEX ix_result_facets_chain_seq"]
+    for table in (result_facets, result_values, result_rollup, value_rollup):
+        name = table.name
+        columns = [column.name for column in table.columns]
+        typed = ", ".join(
+            f"{v4_name(column.name)} "
+            f"{'VARCHAR(64)' if column.name == 'chain_id' else column.type.compile(compiler)}"
+            " NOT NULL" for column in table.columns)
+        key = ("" if table is result_values  # 4's had none (an index on event_id)
+               else ", ".join(v4_name(column.name) for column in table.primary_key.columns))
+        without_rowid = " WITHOUT ROWID" if dialect == "sqlite" and "rollup" in name else ""
+        statements += [f"ALTER TABLE {name} RENAME TO {name}_v5"]
+        if dialect == "postgresql":
+            statements += [f"ALTER INDEX {name}_pkey RENAME TO {name}_v5_pkey"]
+        picked = ", ".join("c.identity_hash" if column == "chain_id" else f"o.{column}"
+                           for column in columns)
+        statements += [
+            f"CREATE TABLE {name} ({typed}{f', PRIMARY KEY ({key})' if key else ''})"
+            f"{without_rowid}",
+            f"INSERT INTO {name} ({', '.join(v4_name(c) for c in columns)}) SELECT {picked} "
+            f"FROM {name}_v5 o JOIN chains c ON c.chain_id = o.chain_id",
+            f"DROP TABLE {name}_v5"]
+    if dialect == "postgresql":
+        statements += ["ALTER TABLE events "
+                       "ALTER COLUMN prev_hash TYPE varchar(64) USING encode(prev_hash, 'hex'), "
+                       "ALTER COLUMN event_hash TYPE varchar(64) USING encode(event_hash, 'hex')"]
+    else:  # hex text in the same columns (SQLite keeps whatever a column is given)
+        statements += ["DROP TRIGGER events_refuse_update",
+                       "UPDATE events SET prev_hash = lower(hex(prev_hash)), "
+                       "event_hash = lower(hex(event_hash))",
+                       REFUSE_UPDATE_TRIGGER]
+    return statements + [
+        "CREATE INDEX ix_result_facets_identity_seq ON result_facets (identity_hash, seq)",
+        "CREATE INDEX ix_result_values_event ON result_values (event_id)",
+        "DROP TABLE chains",
+        "DROP INDEX ix_events_identity_kind_seq_other",
+        "CREATE INDEX ix_events_identity_kind_seq ON events (identity_hash, kind, seq)",
+        "UPDATE store_info SET value = '4' WHERE key = 'schema_version'"]
 
 
 def rollup_keys(path) -> dict[str, str]:
@@ -66,12 +126,15 @@ def older_schema(version: int, dialect: str = "sqlite") -> list[str]:
     """SQL that turns a current store into what `version` left on disk."""
     if version == SCHEMA_VERSION:
         return []
+    v4 = v4_index_tables(dialect)
+    if version == 4:
+        return v4
     if version == 3:
-        return v3_rollups(dialect) + [
+        return v4 + v3_rollups(dialect) + [
             "UPDATE store_info SET value = '3' WHERE key = 'schema_version'"]
     dropped = ROLLUPS + (("result_values", "result_facets", "result_combos")
                          if version == 1 else ())
-    return ([f"DROP TABLE {table}" for table in dropped]
+    return (v4 + [f"DROP TABLE {table}" for table in dropped]
             + ([GROUP_INDEX] if version == 2 else [])
             + ["DELETE FROM store_info WHERE key LIKE 'rollup_%'",
                f"UPDATE store_info SET value = '{version}' WHERE key = 'schema_version'"])
@@ -98,9 +161,13 @@ def build_v1_store(path, consolidated_events: int = 150, later_events: int = 100
 
 
 def raw_events(path):
+    """The events as stored, their hashes as hex (schema 5 stores 32 bytes, older ones
+    64 hex digits)."""
     with closing(sqlite3.connect(path)) as conn:
-        return conn.execute("SELECT id, identity_hash, seq, kind, stamp_ns, payload_json, "
+        rows = conn.execute("SELECT id, identity_hash, seq, kind, stamp_ns, payload_json, "
                             "prev_hash, event_hash FROM events ORDER BY id").fetchall()
+    return [(*row[:6], *(h.hex() if isinstance(h, bytes) else h for h in row[6:]))
+            for row in rows]
 
 
 def test_a_v1_store_migrates_on_open_verifies_and_keeps_every_event(tmp_path):
@@ -193,7 +260,7 @@ def test_a_v1_store_migrates_on_postgresql(pg_url):
     store.close()
     engine = create_engine(pg_url)
     with engine.begin() as conn:  # what version 1 left: no result tables, version 1
-        for statement in older_schema(1):
+        for statement in older_schema(1, "postgresql"):
             conn.execute(text(statement))
     engine.dispose()
     migrated = MemoryStore(pg_url)
@@ -218,16 +285,16 @@ def rollup_rows(url):
     return rows
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_an_older_store_gets_the_rollups_appending_would_have_written(tmp_path, version):
     """The migration sums the rollups in SQL (from 2), by re-indexing (from 1) or copies
-    them into the new order (from 3); either way they are the rows the current append
-    writes for the same log, clustered by block."""
+    them into the new key (from 3 and 4); either way they are the rows the current append
+    writes for the same log, clustered by block and keyed by chain number."""
     path, current = tmp_path / "old.db", tmp_path / "current.db"
     build_v1_store(path, version=version)
     build_v1_store(current, version=SCHEMA_VERSION)  # the same log, rolled up on append
-    if version == 3:
-        assert rollup_keys(path) == V3_ROLLUP_KEYS
+    if version >= 3:
+        assert rollup_keys(path) == {3: V3_ROLLUP_KEYS, 4: V4_ROLLUP_KEYS}[version]
     store = MemoryStore(f"sqlite:///{path}", rollup=SMALL_BLOCKS)
     assert (store.migration.from_version, store.migration.to_version) == \
         (version, SCHEMA_VERSION)
@@ -237,14 +304,17 @@ def test_an_older_store_gets_the_rollups_appending_would_have_written(tmp_path, 
         indexes = conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'index'"
                                        ).scalars().all()
     assert "ix_result_values_group" not in indexes
+    assert "ix_events_identity_kind_seq" not in indexes
+    assert {"ix_events_identity_kind_seq_other", "ix_result_facets_chain_seq"} <= set(indexes)
     migrated = rollup_rows(f"sqlite:///{path}")
     assert migrated == rollup_rows(f"sqlite:///{current}")
     # Every filled block is summed (the last, partly filled block of each chain is not).
     rolled_up = sum(row[3] for row in migrated["result_rollup"])  # n
     with store.read() as conn:
         expected = sum(conn.exec_driver_sql(
-            "SELECT count(*) FROM result_facets f WHERE seq <= "
-            "(SELECT seq FROM chain_heads h WHERE h.identity_hash = f.identity_hash) / 16 * 16"
+            "SELECT count(*) FROM result_facets f JOIN chains c ON c.chain_id = f.chain_id "
+            "WHERE seq <= (SELECT seq FROM chain_heads h "
+            "WHERE h.identity_hash = c.identity_hash) / 16 * 16"
             ).scalars())
     store.close()
     assert rolled_up == expected and expected > 200
@@ -262,7 +332,7 @@ def pg_rollup_keys(url) -> dict[str, str]:
     return keys
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("version", [2, 3, 4])
 def test_an_older_store_migrates_on_postgresql(pg_url, version):
     """On a real PostgreSQL server: the rollups the migration sums (from 2) or re-keys
     (from 3) are the rows the appends had written, under the block-first key."""
@@ -280,8 +350,8 @@ def test_an_older_store_migrates_on_postgresql(pg_url, version):
         for statement in older_schema(version, "postgresql"):
             conn.execute(text(statement))
     engine.dispose()
-    if version == 3:
-        assert pg_rollup_keys(pg_url) == V3_ROLLUP_KEYS
+    if version >= 3:
+        assert pg_rollup_keys(pg_url) == {3: V3_ROLLUP_KEYS, 4: V4_ROLLUP_KEYS}[version]
     migrated = MemoryStore(pg_url, rollup=SMALL_BLOCKS)
     assert (migrated.migration.from_version, migrated.migration.results_indexed) == \
         (version, {IDENT: 150, OTHER: 40})

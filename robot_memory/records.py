@@ -22,6 +22,8 @@ MAX_NOTES = 2048
 MAX_VALUES = 64
 MAX_KEY = MAX_TEXT  # a parameter's or observation's name
 MAX_STAMP_NS = 2**63 - 1  # what the store's 64-bit time columns hold
+# The refusal of a result that says both: success true and a failure_reason.
+CONTRADICTORY = "contradictory_result"
 
 
 class InvalidRecord(InputError):
@@ -162,13 +164,18 @@ def validate_record_fully(data: dict[str, Any]) -> ExecutionRecord:
     if finding is not None:
         raise _privacy_refusal(finding)
     try:
-        return ExecutionRecord.model_validate(data)
+        record = ExecutionRecord.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(record)"
         message = err["msg"]
         raise InvalidRecord(field, _reason_code(str(err["loc"][0]) if err["loc"] else "",
                                                 err["type"], message), message) from exc
+    if record.success and record.failure_reason:
+        raise InvalidRecord("failure_reason", CONTRADICTORY,
+                            "given while success is true (a result either succeeded or "
+                            "failed for a reason)")
+    return record
 
 
 def _check_sizes(data: Any) -> None:
@@ -235,6 +242,8 @@ def _plainly_valid(data: dict[str, Any]) -> bool:
             and 0 < len(skill_id) <= MAX_TEXT and _NAME.match(skill_id)
             and type(get("success")) is bool and type(duration_s) is float
             and _isfinite(duration_s) and duration_s >= 0.0):
+        return False
+    if get("success") and get("failure_reason"):  # contradictory: refused, with its reason
         return False
     for name in _SHORT_TEXTS:
         text = get(name)

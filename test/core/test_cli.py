@@ -27,14 +27,17 @@ def test_ingest_consolidate_facts_round_trip(tmp_path, manifest_file, db_url):
     lines = tmp_path / "results.jsonl"
     write_jsonl(lines, [good(i, i % 4 != 0) for i in range(8)]
                 + ["{not json", {**good(9), "skill_id": ""},
-                   {**good(10), "parameters": {"force_n": "high"}}, {"skill_id": "x"}])
+                   {**good(10), "parameters": {"force_n": "high"}}, {"skill_id": "x"},
+                   {**good(11), "failure_reason": "slipped"}])
     ingest = run("ingest", "--db", db_url, "--manifest", str(manifest_file), "--jsonl",
                  str(lines))
     assert ingest.returncode == 1
-    assert "ingested 8 execution results, rejected 4 lines" in ingest.stdout
-    for line_number in (9, 10, 11, 12):
+    assert "ingested 8 execution results, rejected 5 lines" in ingest.stdout
+    for line_number in (9, 10, 11, 12, 13):
         assert f"results.jsonl:{line_number}: rejected" in ingest.stderr
     assert "skill_id" in ingest.stderr and "parameters.force_n" in ingest.stderr
+    assert "results.jsonl:13: rejected: failure_reason: given while success is true" \
+        in ingest.stderr
 
     dry = run("consolidate", "--dry-run", "--db", db_url, "--manifest", str(manifest_file))
     assert dry.returncode == 0, dry.stderr

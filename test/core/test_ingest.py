@@ -104,7 +104,12 @@ def test_refusals_are_counted_by_reason_and_privacy_is_logged_without_the_value(
                                     "execution_results")
     assert refused.code == INVALID
     assert ingest.flush()
-    assert ingest.rejected == {"empty_skill_id": 1, "privacy_email": 1, "duplicate_key": 1}
+    with pytest.raises(Refused) as contradictory:  # success with a failure reason
+        ingest.take(fields(3, failure_reason="slipped"), "execution_results")
+    assert (contradictory.value.code, contradictory.value.reason) == (
+        INVALID, "contradictory_result")
+    assert ingest.rejected == {"empty_skill_id": 1, "privacy_email": 1, "duplicate_key": 1,
+                               "contradictory_result": 1}
     assert ingest.lost == {}  # refusals by rule are not loss
     [rejection] = part.events([PRIVACY_REJECTION])
     assert rejection.payload == {"source": "record_event", "field": "notes",

@@ -130,3 +130,25 @@ def test_a_record_validated_on_the_fast_path_keeps_no_reference_to_the_input():
     assert record.parameters == {"force_n": 25.0}
     with pytest.raises(Exception):
         record.skill_id = "other"  # still frozen
+
+
+def test_a_success_with_a_failure_reason_is_refused_as_contradictory():
+    from types import SimpleNamespace
+
+    from robot_memory.records import record_from_message
+    contradictory = {**_PLAIN, "failure_reason": "slipped"}
+    for validate in (validate_record, validate_record_fully, validated_payload):
+        with pytest.raises(InvalidRecord) as info:
+            validate(dict(contradictory))
+        assert (info.value.field, info.value.reason) == ("failure_reason",
+                                                         "contradictory_result")
+    # a message (the logger, a bag) takes the same path
+    msg = SimpleNamespace(header=SimpleNamespace(stamp=SimpleNamespace(sec=1, nanosec=0)),
+                          parameters=[], observations=[], **{
+                              k: v for k, v in contradictory.items()
+                              if k not in ("stamp_ns", "parameters", "observations")})
+    with pytest.raises(InvalidRecord, match="success is true"):
+        record_from_message(msg, 0)
+    # either half alone is fine
+    assert validate_record({**_PLAIN, "success": False, "failure_reason": "slipped"})
+    assert validate_record(dict(_PLAIN)).failure_reason == ""

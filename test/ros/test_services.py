@@ -13,7 +13,8 @@ def stored_results(probe, n):
     probe.wait_identity()
     probe.wait_logger()
     for i in range(n):
-        probe.publish_result(stamp_s=10 + i, success=i % 4 != 0, failure_reason="slipped")
+        probe.publish_result(stamp_s=10 + i, success=i % 4 != 0,
+                             failure_reason="" if i % 4 else "slipped")
 
 
 def rate_facts(probe):

@@ -6,11 +6,10 @@ from typing import Any
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
-from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 
 from robot_memory.parameters import node_parameters
+from robot_memory.ros.rclpy_internals import declare_string_array
 
 _ROS_TYPES = {"string": ParameterType.PARAMETER_STRING, "bool": ParameterType.PARAMETER_BOOL,
               "int": ParameterType.PARAMETER_INTEGER,
@@ -33,12 +32,9 @@ def declare_parameters(node: Node, table_name: str) -> dict[str, Any]:
             descriptor.integer_range = [IntegerRange(from_value=int(spec.min),
                                                      to_value=int(spec.max), step=1)]
         if spec.type == "string_array":
-            # An empty list has no type of its own in ROS; declare the type explicitly.
-            node.declare_parameter(name, Parameter.Type.STRING_ARRAY, descriptor)
-            try:
-                value = list(node.get_parameter(name).value or [])
-            except ParameterUninitializedException:
-                value = list(spec.default)
+            # Typed explicitly (an empty list has no type of its own in rclpy), and given
+            # its default as a value, so `ros2 param get/dump` show it.
+            value = declare_string_array(node, name, list(spec.default), descriptor)
         else:
             value = node.declare_parameter(name, spec.default, descriptor).value
         problem = spec.check(value)

@@ -1,4 +1,4 @@
-"""The private rclpy attribute robot_memory/ros/rclpy_internals.py relies on is there, on
+"""The private rclpy attributes robot_memory/ros/rclpy_internals.py relies on are there, on
 whichever distribution runs this: a changed rclpy fails here, not in the field."""
 
 import rclpy
@@ -20,5 +20,21 @@ def test_a_message_lost_handler_can_be_polled(ros_executor):
         handlers = subscription.event_handlers
         assert handlers and all(hasattr(h, READY_FLAG) for h in handlers)
         assert [poll_event(h) for h in handlers] == [None] * len(handlers)  # nothing lost
+    finally:
+        node.destroy_node()
+
+
+def test_an_empty_string_array_is_declared_with_its_value(ros_executor):
+    from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+
+    from robot_memory.ros.rclpy_internals import declare_string_array
+    node = rclpy.create_node("rclpy_internals_params")
+    try:
+        descriptor = ParameterDescriptor(type=ParameterType.PARAMETER_STRING_ARRAY,
+                                         read_only=True)
+        assert declare_string_array(node, "topics", [], descriptor) == []
+        value = node.get_parameter("topics").get_parameter_value()
+        assert (value.type, list(value.string_array_value)) == (
+            ParameterType.PARAMETER_STRING_ARRAY, [])
     finally:
         node.destroy_node()

@@ -1,0 +1,47 @@
+"""The nodes as the real ros2 tools see them: `ros2 param get/dump` (the parameter
+services), `ros2 lifecycle set ... shutdown`, and `ros2 node list` after a Ctrl-C."""
+
+import pytest
+from rcl_interfaces.msg import ParameterType
+from rcl_interfaces.srv import GetParameters, ListParameters
+
+from robot_memory.bringup import Stack
+
+pytestmark = pytest.mark.ros
+
+
+@pytest.fixture
+def start_nodes(tmp_path, namespace, manifest_file, certified_hash, db_url):
+    """start_nodes(*names) -> Stack of just those node processes (logs in tmp_path)."""
+    stacks = []
+
+    def start(*names: str) -> Stack:
+        settings = {"database_url": db_url, "manifest_path": str(manifest_file),
+                    "certified_hash": certified_hash, "period_s": 0.5}
+        log = open(tmp_path / "nodes.log", "ab")
+        stack = Stack(settings, namespace=namespace, nodes=list(names))
+        stacks.append((stack.start(stdout=log, stderr=log), log))
+        return stack
+
+    yield start
+    for stack, log in stacks:
+        stack.stop()
+        log.close()
+
+
+def test_every_parameter_can_be_read_and_dumped_with_its_default(start_nodes, probe):
+    """What `ros2 param get /episodic_logger result_topics` and `ros2 param dump` ask."""
+    start_nodes("episodic_logger")
+    node = f"/{probe.namespace}/episodic_logger"
+    got = probe.call(GetParameters, f"{node}/get_parameters",
+                     GetParameters.Request(names=["result_topics"]))
+    [value] = got.values
+    assert (value.type, list(value.string_array_value)) == (
+        ParameterType.PARAMETER_STRING_ARRAY, [])
+    names = probe.call(ListParameters, f"{node}/list_parameters",
+                       ListParameters.Request()).result.names
+    assert "result_topics" in names and "database_url" in names
+    dump = probe.call(GetParameters, f"{node}/get_parameters",
+                      GetParameters.Request(names=names)).values
+    assert len(dump) == len(names)
+    assert all(v.type != ParameterType.PARAMETER_NOT_SET for v in dump)

@@ -1,5 +1,11 @@
-"""The two private rclpy attributes robot_memory uses, kept here so that a change in
+"""The three private rclpy attributes robot_memory uses, kept here so that a change in
 rclpy breaks one place, loudly (test/ros/test_rclpy_internals.py runs on Jazzy and Kilted).
+
+A lifecycle node's state machine (`_state_machine`) holds the node's rcl handle, and
+rclpy's `destroy_node` leaves it: the node, and with it the process's DDS participant,
+then outlive the destroyed node until the process exits without saying goodbye, so its
+peers list it (`ros2 node list`) until its lease runs out, about 20 s. The state machine
+is destroyed here after the node.
 
 An empty list default (`result_topics`): rclpy takes [] for a byte array, so a string
 array whose default is empty can only be declared by its type, and is then left without
@@ -17,10 +23,23 @@ once the executor's wait has marked it ready, through `_ready_to_take_data`."""
 from __future__ import annotations
 
 from rclpy.exceptions import ParameterUninitializedException
+from rclpy.lifecycle import LifecycleNode
 from rclpy.parameter import Parameter
 
 READY_FLAG = "_ready_to_take_data"
 PARAMETERS = "_parameters"
+STATE_MACHINE = "_state_machine"
+
+
+def destroy_lifecycle_node(node) -> None:
+    """destroy_node(), then the lifecycle state machine that keeps the node alive."""
+    state_machine = getattr(node, STATE_MACHINE, None)
+    if state_machine is None and isinstance(node, LifecycleNode):
+        raise AttributeError(f"rclpy's LifecycleNode has no {STATE_MACHINE}: "
+                             "robot_memory/ros/rclpy_internals.py needs updating")
+    node.destroy_node()
+    if state_machine is not None:
+        state_machine.destroy_when_not_in_use()
 
 
 def declare_string_array(node, name: str, default: list[str], descriptor) -> list[str]:

@@ -27,6 +27,8 @@ from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedE
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from robot_memory.ros.rclpy_internals import destroy_lifecycle_node
+
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 JOIN_TIMEOUT_S = 10.0
 SIGNAL_POLL_S = 0.1  # how soon the main thread sees a stop signal
@@ -181,8 +183,10 @@ def _shut_down(nodes: list[tuple[NodeSpec, Node]], spinners: list[_Spinner]) -> 
         partition = getattr(node, "partition", None)
         if partition is not None:
             _report_failure(f"closing the store of {node.get_name()}", partition.store.close)
+    # Then the nodes and the context go, so the process leaves the graph as it exits (its
+    # DDS participant says goodbye; peers do not wait out its lease).
     for _spec, node in nodes:
-        node.destroy_node()
+        _report_failure(f"destroying {node.get_name()}", destroy_lifecycle_node, node)
     rclpy.try_shutdown()
 
 

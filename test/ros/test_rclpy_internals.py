@@ -38,3 +38,12 @@ def test_an_empty_string_array_is_declared_with_its_value(ros_executor):
             ParameterType.PARAMETER_STRING_ARRAY, [])
     finally:
         node.destroy_node()
+
+
+def test_a_lifecycle_nodes_state_machine_is_there_to_destroy(ros_executor):
+    from rclpy.lifecycle import LifecycleNode
+
+    from robot_memory.ros.rclpy_internals import STATE_MACHINE, destroy_lifecycle_node
+    node = LifecycleNode("rclpy_internals_lifecycle")
+    assert hasattr(getattr(node, STATE_MACHINE), "destroy_when_not_in_use")
+    destroy_lifecycle_node(node)

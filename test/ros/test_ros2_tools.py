@@ -1,9 +1,13 @@
 """The nodes as the real ros2 tools see them: `ros2 param get/dump` (the parameter
 services), `ros2 lifecycle set ... shutdown`, and `ros2 node list` after a Ctrl-C."""
 
+import signal
+
 import pytest
 from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.srv import GetParameters, ListParameters
+
+from conftest import wait_until
 
 from robot_memory.bringup import Stack
 
@@ -45,3 +49,21 @@ def test_every_parameter_can_be_read_and_dumped_with_its_default(start_nodes, pr
                       GetParameters.Request(names=names)).values
     assert len(dump) == len(names)
     assert all(v.type != ParameterType.PARAMETER_NOT_SET for v in dump)
+
+
+def _node_names(probe) -> set[str]:
+    return {name for name, ns in probe.get_node_names_and_namespaces()
+            if ns == f"/{probe.namespace}"}
+
+
+def test_a_clean_exit_leaves_the_graph_at_once(start_nodes, probe):
+    """After Ctrl-C, `ros2 node list` no longer shows the nodes: each process leaves the
+    graph as it exits, not when its peers' lease (about 20 s) runs out."""
+    nodes = ["manifest_verifier", "episodic_logger", "consolidator", "grounding_server"]
+    stack = start_nodes(*nodes)
+    wait_until(lambda: _node_names(probe) >= set(nodes), 30, "the four nodes on the graph")
+    for process in stack.processes.values():
+        process.send_signal(signal.SIGINT)
+    assert all(p.wait(15) == 0 for p in stack.processes.values())
+    wait_until(lambda: not _node_names(probe) & set(nodes), 4,
+               lambda: f"the nodes to leave the graph; still there: {_node_names(probe)}")

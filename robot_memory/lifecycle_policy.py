@@ -50,6 +50,10 @@ class BringUpPolicy:
         node itself does that (a respawned node starts unconfigured), so it is held even
         when its transition event has not arrived yet."""
         previous, self._last_polled[name] = self._last_polled.get(name), state
+        if state != FINALIZED and self.holds.get(name, "").startswith(FINALIZED):
+            # Finalized is for good and its process exits: a node seen again is a respawned
+            # one, brought up like any other (the operator's shutdown ended with the process).
+            del self.holds[name]
         if previous == ACTIVE and state == INACTIVE and name not in self.holds:
             self.holds[name] = f"{INACTIVE} after a deactivate the manager did not request"
         if name in self.holds:

@@ -19,7 +19,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from robot_memory.lifecycle_policy import BringUpPolicy
+from robot_memory.lifecycle_policy import FINALIZED, BringUpPolicy
 
 TRANSITION_IDS = {"configure": Transition.TRANSITION_CONFIGURE,
                   "activate": Transition.TRANSITION_ACTIVATE,
@@ -71,6 +71,17 @@ class LifecycleManager:
     def resume(self, names: list[str]) -> None:
         self.policy.resume(names)
         self._log_hold_changes()
+
+    def unavailable(self, names: list[str]) -> dict[str, str]:
+        """Those of `names` that cannot be brought up now, and why: finalized (its process
+        exits; a respawn brings it back) or not running (no `get_state` service)."""
+        missing = {}
+        for name in names:
+            if not self._get[name].service_is_ready():
+                missing[name] = "not running (no get_state service)"
+            elif self.states.get(name) == FINALIZED:
+                missing[name] = "finalized by a lifecycle shutdown"
+        return missing
 
     def _on_transition_event(self, name: str, msg: TransitionEvent) -> None:
         self.policy.on_transition_event(name, msg.start_state.label, msg.goal_state.label,

@@ -15,6 +15,7 @@ from rclpy.timer import Timer
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
 from robot_memory.ros.identity_gate import IdentityGate
+from robot_memory.ros.spin import stop_process
 
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 
@@ -81,7 +82,14 @@ class ManagedMemoryNode(LifecycleNode):
         return SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Finalized is for good (no transition leads out of it), so the process exits,
+        cleanly, once this transition has been answered: a respawn (launch's respawn=True,
+        a supervisor) brings the node back unconfigured and the verifier activates it. In
+        one process the other three nodes stop with it, as after a Ctrl-C."""
         self._stop_all()
+        if stop_process():
+            self.get_logger().warning("finalized by a lifecycle shutdown: the process exits "
+                                      "(a respawn brings the node back)")
         return SUCCESS
 
     def _stop_all(self) -> None:

@@ -102,8 +102,13 @@ class ManifestVerifier(Node):
                                     f" {self.status.reason}")
             else:
                 self.lifecycle.resume(names)
-                response.success = True
+                missing = self.lifecycle.unavailable(names)
+                response.success = not missing
                 response.message = f"resuming {', '.join(names)}: the verifier brings them up"
+                if missing:  # released all the same: a respawned node is brought up
+                    response.message += "; cannot now: " + "; ".join(
+                        f"{name} {why}" for name, why in sorted(missing.items())) + \
+                        " (a respawn of its process brings it back)"
         else:
             response.success = False
             response.message = (f"command: {request.command} is not STARTUP (0), PAUSE (1) "

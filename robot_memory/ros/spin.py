@@ -73,6 +73,18 @@ class _StopRequest:
         self.event.set()
 
 
+_running: list[_StopRequest] = []  # the stop request of run_nodes, while it runs
+
+
+def stop_process() -> bool:
+    """Ask this process to stop as after a Ctrl-C (stop, flush, close, leave the graph,
+    exit code 0), from any thread or callback. False outside run_nodes."""
+    if not _running:
+        return False
+    _running[-1].signalled = True  # read by the main thread within SIGNAL_POLL_S
+    return True
+
+
 def run_node(make_node: Callable[[], Node] | NodeSpec, args=None,
              make_executor: Callable[[], Executor] = SingleThreadedExecutor,
              before_destroy: Callable[[Node], None] | None = None) -> None:
@@ -89,6 +101,7 @@ def run_nodes(specs: list[NodeSpec], args=None) -> None:
         if spec.configure_process is not None:
             spec.configure_process()
     stop = _StopRequest()
+    _running.append(stop)
     for sig in STOP_SIGNALS:
         signal.signal(sig, stop.on_signal)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
@@ -109,6 +122,7 @@ def run_nodes(specs: list[NodeSpec], args=None) -> None:
             signal.signal(sig, signal.SIG_IGN)
         stop.event.set()
         _shut_down(nodes, spinners)
+        _running.remove(stop)
     if stop.error is not None:
         raise stop.error
 

@@ -102,3 +102,13 @@ def test_events_of_unmanaged_nodes_are_ignored():
     policy = BringUpPolicy(NODES)
     events(policy, "planner", ("active", "deactivating"), ("deactivating", "inactive"))
     assert policy.holds == {}
+
+
+def test_a_shutdown_holds_the_node_until_a_respawned_one_appears():
+    """Finalized is for good (its process exits): the node that answers next is a new one."""
+    policy = BringUpPolicy(NODES)
+    bring_up(policy, "consolidator")
+    events(policy, "consolidator", ("active", "shuttingdown"), ("shuttingdown", "finalized"))
+    assert policy.holds["consolidator"].startswith("finalized after a shutdown")
+    assert policy.next_transition("consolidator", "finalized") is None
+    bring_up(policy, "consolidator")  # respawned: unconfigured, brought up, nothing held

@@ -3,6 +3,8 @@ lifecycle-manager convention) and hands control back on `manage_nodes`."""
 
 import time
 
+import pytest
+
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState
 
@@ -78,3 +80,33 @@ def test_resume_cannot_override_a_failed_identity(probe, start_stack):
     answer = manage(probe, ManageNodes.Request.RESUME)
     assert not answer.success and "identity MISMATCH" in answer.message
     assert lifecycle_state(probe, "consolidator") == State.PRIMARY_STATE_UNCONFIGURED
+
+
+def test_a_finalized_node_exits_and_manage_nodes_says_so_until_it_is_respawned(probe,
+                                                                              start_stack):
+    """`ros2 lifecycle set /consolidator shutdown`: finalized is for good, so the process
+    exits cleanly (a respawn can bring it back); until then RESUME and STARTUP fail."""
+    stack = start_stack()
+    wait_active(probe, "consolidator")
+    answer = probe.call(ChangeState, "consolidator/change_state", ChangeState.Request(
+        transition=Transition(id=Transition.TRANSITION_ACTIVE_SHUTDOWN)))
+    assert answer.success
+    assert stack.process_of("consolidator").wait(15) == 0
+    for command in (ManageNodes.Request.RESUME, ManageNodes.Request.STARTUP):
+        refused = manage(probe, command, "consolidator")
+        assert not refused.success and "consolidator" in refused.message, refused.message
+    with open(stack.log_path, "ab") as log:
+        stack.respawn("consolidator", stdout=log, stderr=log)
+    wait_active(probe, "consolidator")
+    started = manage(probe, ManageNodes.Request.STARTUP)
+    assert started.success, started.message
+
+
+@pytest.mark.parametrize("one_process", [True], ids=["one_process"])
+def test_in_one_process_a_finalized_node_ends_the_process_cleanly(probe, start_stack):
+    stack = start_stack()
+    wait_active(probe, "grounding_server")
+    answer = probe.call(ChangeState, "grounding_server/change_state", ChangeState.Request(
+        transition=Transition(id=Transition.TRANSITION_ACTIVE_SHUTDOWN)))
+    assert answer.success
+    assert stack.process_of("grounding_server").wait(15) == 0

@@ -160,6 +160,12 @@ def test_readme_key_figures_are_the_benchmark_files():
     assert f"| {boot / 1000:.2f} s |" in rows["boot check at 10^6 events (with a checkpoint)"]
     sidecar = _result("sidecar_memory")["one_process"]["total_peak_mb"]
     assert f"| {sidecar} MB |" in rows["whole sidecar in one process, 10^6 events, 10^4 facts"]
+    life = _result("lifetime")
+    assert (f"| {life['live_mb_peak_until_2x_retention']} -> {life['live_mb_max_after']} MB |"
+            in rows["live store while 2x10^6 results are logged (`retain_events` 10^5)"])
+    key_space = life["store_bytes"]["key_space_1e4_facts"]["after_ingest_over_canonical"]
+    assert f"| {key_space}x its canonical event |" in rows[
+        "disk per stored result, 10^4-fact key space"]
     effect = _result("sim_closed_loop")["effect"]
     assert (f"| {effect['unproductive_with']} against {effect['unproductive_without']} "
             f"(-{effect['reduction'] * 100:.1f} %) |") in rows[
@@ -249,6 +255,12 @@ def test_performance_page_lifetime_figures_are_the_benchmark_file():
                    f"{result['bytes_per_result_over_canonical']}x",
                    f"{result['compaction_s_per_1e5_events']['median']} s per 10^5"):
         assert figure in section, figure
+    for shape in result["store_bytes"].values():
+        for figure in (f"{shape['bytes_per_result_after_ingest']} B = "
+                       f"{shape['after_ingest_over_canonical']}x",
+                       f"{shape['bytes_per_result_after_a_pass']} B = "
+                       f"{shape['after_a_pass_over_canonical']}x"):
+            assert figure in section, figure
     glance = PERFORMANCE[PERFORMANCE.index("## At a glance"):PERFORMANCE.index("## Grounding")]
     assert f"{result['live_mb_peak_until_2x_retention']} -> {result['live_mb_max_after']} MB" \
         in glance

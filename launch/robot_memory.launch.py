@@ -24,7 +24,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterFile, ParameterValue
 
-from robot_memory.parameters import SPEC_PATH, node_defaults, node_names, node_parameters
+from robot_memory.parameters import (SPEC_PATH, node_defaults, node_names, node_parameters,
+                                     resolve_database_url)
 
 # The default params_file: sets nothing (an empty path is not a parameters file).
 NO_PARAMETERS = SPEC_PATH.parent / "config" / "no_parameters.yaml"
@@ -36,7 +37,9 @@ STRING_ARGUMENTS = ("manifest_path", "certified_hash", "certified_hash_file", "d
 
 def generate_launch_description():
     arguments = [
-        DeclareLaunchArgument(name, default_value=str(node_defaults(node)[name]),
+        # $ROS_HOME in the default store's URL is resolved here, so the nodes get the path.
+        DeclareLaunchArgument(name,
+                              default_value=resolve_database_url(str(node_defaults(node)[name])),
                               description=node_parameters(node)[name].description)
         for name, node in (("manifest_path", "manifest_verifier"),
                            ("certified_hash", "manifest_verifier"),

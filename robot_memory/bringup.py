@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from robot_memory.parameters import node_names, node_settings
+from robot_memory.parameters import node_names, node_settings, resolve_database_url
 
 
 def params_document(overrides: dict[str, Any], use_sim_time: bool) -> dict[str, Any]:
@@ -25,6 +25,8 @@ def params_document(overrides: dict[str, Any], use_sim_time: bool) -> dict[str, 
         values = node_settings(node, overrides)
         # rcl's YAML parser rejects empty sequences; an absent list means "default" anyway.
         values = {k: v for k, v in values.items() if v != []}
+        if "database_url" in values:  # the nodes see the real path ($ROS_HOME resolved)
+            values["database_url"] = resolve_database_url(values["database_url"])
         values["use_sim_time"] = use_sim_time
         document[f"/**/{node}"] = {"ros__parameters": values}
     return document

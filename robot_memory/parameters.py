@@ -6,6 +6,7 @@ node names from it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -57,6 +58,26 @@ class ParameterSpec:
 @lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
     return yaml.safe_load(SPEC_PATH.read_text(encoding="utf-8"))
+
+
+ROS_HOME_VARIABLE = "$ROS_HOME"
+
+
+def ros_home() -> Path:
+    """Where ROS tools keep their files: $ROS_HOME, or ~/.ros when it is unset."""
+    return Path(os.environ.get("ROS_HOME") or Path.home() / ".ros").expanduser()
+
+
+def resolve_database_url(url: str) -> str:
+    """`url` with $ROS_HOME replaced by the ROS home directory; for a SQLite file there,
+    its folder is created. Any other URL is returned as it is."""
+    if ROS_HOME_VARIABLE not in url:
+        return url
+    resolved = url.replace(ROS_HOME_VARIABLE, str(ros_home()))
+    if resolved.startswith("sqlite:///"):
+        Path(resolved.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(
+            parents=True, exist_ok=True)
+    return resolved
 
 
 def node_names() -> list[str]:

@@ -12,6 +12,7 @@ import sys
 from robot_memory.cli.common import DEFAULT_DB, TRACEBACK_ENV, CommandError, Parser
 from robot_memory.cli.parser import build_parser
 from robot_memory.errors import RobotMemoryError, from_foreign
+from robot_memory.parameters import resolve_database_url
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     prog, db = "robot-memory", ""
     try:
         args = build_parser().parse_args(argv)
+        if getattr(args, "db", None):
+            args.db = resolve_database_url(args.db)  # $ROS_HOME, as the nodes resolve it
         prog, db = f"robot-memory {args.verb}", getattr(args, "db", "")
         return args.func(args)
     except RobotMemoryError as exc:

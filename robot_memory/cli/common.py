@@ -10,7 +10,7 @@ from typing import Any
 
 from robot_memory.errors import (UsageError, from_foreign)
 
-DEFAULT_DB = "sqlite:///robot_memory.db"
+DEFAULT_DB = "sqlite:///$ROS_HOME/robot_memory/robot_memory.db"  # the nodes' default store
 
 
 # Set to 1 to get the traceback of an unexpected error instead of its one line.

@@ -8,7 +8,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
                                 ParameterType)
 from rclpy.node import Node
 
-from robot_memory.parameters import node_parameters
+from robot_memory.parameters import node_parameters, resolve_database_url
 from robot_memory.ros.rclpy_internals import declare_string_array
 
 _ROS_TYPES = {"string": ParameterType.PARAMETER_STRING, "bool": ParameterType.PARAMETER_BOOL,
@@ -35,6 +35,9 @@ def declare_parameters(node: Node, table_name: str) -> dict[str, Any]:
             # Typed explicitly (an empty list has no type of its own in rclpy), and given
             # its default as a value, so `ros2 param get/dump` show it.
             value = declare_string_array(node, name, list(spec.default), descriptor)
+        elif name == "database_url":  # the default lives under $ROS_HOME
+            value = resolve_database_url(node.declare_parameter(
+                name, resolve_database_url(spec.default), descriptor).value)
         else:
             value = node.declare_parameter(name, spec.default, descriptor).value
         problem = spec.check(value)

@@ -44,3 +44,39 @@ def test_params_file_has_a_section_per_node_and_no_empty_lists():
 def test_rules_defaults_match_the_parameter_table():
     from robot_memory.consolidation import RulesConfig
     assert RulesConfig.from_settings(node_defaults("consolidator")) == RulesConfig()
+
+
+def test_the_default_store_lives_under_ros_home(tmp_path, monkeypatch):
+    from robot_memory.parameters import resolve_database_url
+    default = node_defaults("consolidator")["database_url"]
+    monkeypatch.setenv("ROS_HOME", str(tmp_path / "ros_home"))
+    store = tmp_path / "ros_home" / "robot_memory" / "robot_memory.db"
+    assert resolve_database_url(default) == f"sqlite:///{store}"
+    assert store.parent.is_dir()  # created as needed
+    document = params_document({}, use_sim_time=False)
+    assert {section["ros__parameters"]["database_url"] for section in document.values()} \
+        == {f"sqlite:///{store}"}
+    monkeypatch.delenv("ROS_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert resolve_database_url(default) == \
+        f"sqlite:///{tmp_path / 'home' / '.ros' / 'robot_memory' / 'robot_memory.db'}"
+    # an explicit value is used as it is
+    assert resolve_database_url("sqlite:///relative.db") == "sqlite:///relative.db"
+    assert resolve_database_url("postgresql+psycopg://h/db") == "postgresql+psycopg://h/db"
+
+
+def test_the_command_line_uses_the_same_default_store(tmp_path, manifest_file):
+    import json
+    import os
+    import subprocess
+    import sys
+    lines = tmp_path / "results.jsonl"
+    lines.write_text(json.dumps({"stamp": 1.0, "skill_id": "manipulation.grasp",
+                                 "success": True}) + "\n")
+    env = {**os.environ, "ROS_HOME": str(tmp_path / "ros_home")}
+    done = subprocess.run([sys.executable, "-m", "robot_memory.cli", "ingest", "--manifest",
+                           str(manifest_file), "--jsonl", str(lines)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "ros_home" / "robot_memory" / "robot_memory.db").is_file()
+    assert not (tmp_path / "robot_memory.db").exists()

@@ -8,7 +8,7 @@ import rclpy
 from rclpy.context import Context
 from rclpy.node import Node
 
-from robot_memory.parameters import SPEC_PATH, node_defaults
+from robot_memory.parameters import SPEC_PATH, node_defaults, resolve_database_url
 from robot_memory.ros.params import declare_parameters
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +30,9 @@ def _declared(node_name: str, params_file: Path) -> dict:
 
 def test_the_default_params_file_sets_nothing():
     assert "no_parameters.yaml" in (ROOT / "launch" / "robot_memory.launch.py").read_text()
-    assert _declared("consolidator", NO_PARAMETERS) == node_defaults("consolidator")
+    defaults = node_defaults("consolidator")
+    defaults["database_url"] = resolve_database_url(defaults["database_url"])  # $ROS_HOME
+    assert _declared("consolidator", NO_PARAMETERS) == defaults
 
 
 def test_the_install_page_example_sets_the_named_nodes_parameters(tmp_path):

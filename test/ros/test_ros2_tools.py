@@ -1,7 +1,10 @@
 """The nodes as the real ros2 tools see them: `ros2 param get/dump` (the parameter
 services), `ros2 lifecycle set ... shutdown`, and `ros2 node list` after a Ctrl-C."""
 
+import os
 import signal
+import subprocess
+import sys
 
 import pytest
 from rcl_interfaces.msg import ParameterType
@@ -67,3 +70,24 @@ def test_a_clean_exit_leaves_the_graph_at_once(start_nodes, probe):
     assert all(p.wait(15) == 0 for p in stack.processes.values())
     wait_until(lambda: not _node_names(probe) & set(nodes), 4,
                lambda: f"the nodes to leave the graph; still there: {_node_names(probe)}")
+
+
+def test_a_node_started_without_a_database_url_keeps_its_store_under_ros_home(
+        tmp_path, namespace, manifest_file, certified_hash):
+    """`ros2 run robot_memory manifest_verifier` with no database_url: the store goes to
+    $ROS_HOME/robot_memory/, not into whatever directory the node was started from."""
+    env = {**os.environ, "ROS_HOME": str(tmp_path / "ros_home")}
+    workdir = tmp_path / "elsewhere"
+    workdir.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "robot_memory.ros.entry", "manifest_verifier", "--ros-args",
+         "-p", f"manifest_path:={manifest_file}", "-p", f"certified_hash:={certified_hash}",
+         "-r", f"__ns:=/{namespace}"], cwd=workdir, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        store = tmp_path / "ros_home" / "robot_memory" / "robot_memory.db"
+        wait_until(store.is_file, 30, f"the store at {store}")
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(15) == 0
+    assert list(workdir.iterdir()) == []

@@ -278,6 +278,13 @@ class Ingest:
             self._flush_requested = True
             self._cond.notify()
 
+    def wait_until_pending_at_most(self, n: int, timeout: float) -> bool:
+        """Wait until at most n events are pending (the writer notifies after each
+        transaction), the writer is closing, or `timeout` has passed; True unless it timed
+        out."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.pending <= n or self._stopping, timeout)
+
     def _done_upto(self) -> int:
         """Every item up to this seq is committed (or, an acknowledged one, failed)."""
         waiting = [s for s in (self._in_flight, self._queue[0].seq if self._queue else None)

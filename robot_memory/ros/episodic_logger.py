@@ -49,10 +49,15 @@ from robot_memory.store.size import MB, store_size_bytes
 
 DEFAULT_TOPIC = "execution_results"
 # Results are taken while fewer than this many wait for the writer; the rest wait in the
-# reader's history (config/fastdds_profiles.xml: up to 100,000, each freed once taken), not
-# as Python objects: a 15,000-result burst held in Python left the one-process stack
-# 20-30 MB larger for good. It is also a round's most per topic, so lost events are polled.
-HOLD_AT_MOST = 5000
+# reader's history (config/fastdds_profiles.xml: up to 100,000, each freed once taken) as
+# DDS bytes, about 0.55 KB a result, where in Python, validated and queued, then encoded
+# for its transaction, one costs about 2.5 KB: a logger whose writer stalled 5 s during
+# a 15,000-result burst at 5,000/s grew 23 MB with 5,000 here, 10 MB with 1,000 (all
+# stored either way). 1,000 is 0.5 s at 2,000 results/s: a round at a steady rate never
+# reaches it; past it (a burst, a stalled writer), the intake takes again as soon as the
+# writer has caught up to half of it (IntakeThread), not a period later. It is also a
+# round's most per topic, so lost events are polled.
+HOLD_AT_MOST = 1000
 # After this many results written since the last trim, and nothing pending, give the
 # freed heap back (a burst's results, in flight, leave glibc's arenas at their peak).
 TRIM_AFTER_WRITTEN = 5000
@@ -86,20 +91,32 @@ class IntakeThread:
     """Calls `take` every `period_s` seconds on a thread of its own until stopped. The
     executor's timer did this before: each of its wake-ups rebuilt rclpy's wait set for
     the whole node (about 1 ms of CPU, 20 times a second), more than the results cost at
-    a few hundred per second."""
+    a few hundred per second. A round that left results in the reader for want of room
+    (`take` returned True) is followed by the next one as soon as `room(period_s)` returns
+    (the writer has caught up), so that a small bound on what is held in Python does not
+    bound the rate at which a backlog is drained."""
 
-    def __init__(self, period_s: float, take, logger):
+    def __init__(self, period_s: float, take, logger, room=None):
         self._period, self._take, self._logger = period_s, take, logger
+        self._room = room
         self._throttle = LogThrottle()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="logger-intake", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stopping.wait(self._period):
+        backlog = False
+        while True:
+            if backlog and self._room is not None:
+                self._room(self._period)
+                if self._stopping.is_set():
+                    break
+            elif self._stopping.wait(self._period):
+                break
             try:
-                self._take()
+                backlog = bool(self._take())
             except Exception as exc:  # a bad round must not end the intake silently
+                backlog = False
                 held = self._throttle.admit("intake failed")
                 if held is not None:
                     self._logger.error(f"intake failed: {exc!r}{held_back(held)}")
@@ -168,8 +185,11 @@ class EpisodicLogger(ManagedMemoryNode):
             self._result_subscriptions[topic] = subscription
             self._lost_events[topic] = subscription.event_handlers
             self.active_entities.append(subscription)
-        self._intake = IntakeThread(self.params["intake_period_s"], self.take_arrived,
-                                    self.get_logger())
+        ingest = self.ingest
+        self._intake = IntakeThread(
+            self.params["intake_period_s"], self.take_arrived, self.get_logger(),
+            room=lambda timeout: ingest.wait_until_pending_at_most(HOLD_AT_MOST // 2,
+                                                                   timeout))
         self.get_logger().info(f"logging execution results from {self.topics} and the "
                                "record_event service")
 
@@ -211,14 +231,15 @@ class EpisodicLogger(ManagedMemoryNode):
             f"rejected execution result on {source}: {refused.detail} "
             f"(reason {refused.reason})")
 
-    def take_arrived(self) -> None:
+    def take_arrived(self) -> bool:
         """One round of the intake thread: take every result that has arrived, topic by
         topic, skipping those the log holds already (a publisher delivers its history
-        again to a restarted logger). The round's start is the receipt time of what it
-        takes (within intake_period_s)."""
-        taken_any, ingest = False, self.ingest
+        again to a restarted logger), while fewer than HOLD_AT_MOST wait for the writer.
+        The round's start is the receipt time of what it takes (within intake_period_s).
+        True when a topic may hold more than there was room for."""
+        taken_any, ingest, full = False, self.ingest, False
         if ingest is None:
-            return
+            return False
         # Volatile readers get nothing again: no sample to recognise, none recorded.
         durable = self.params["durable_results"]
         redelivery = (self._redelivery or self._read_what_the_log_holds(ingest)) \
@@ -244,6 +265,8 @@ class EpisodicLogger(ManagedMemoryNode):
                             continue
                         events.append(self.on_execution_result(data, topic, received_ns,
                                                                sample))
+                    else:  # no None: the room ran out first
+                        full = True
             finally:  # what was taken is queued, whatever ended the loop
                 self._submit(events, topic)
             for handler in self._lost_events.get(topic, ()):
@@ -257,6 +280,7 @@ class EpisodicLogger(ManagedMemoryNode):
                 "publishers were stored already: skipped (redelivered)")
         if taken_any:
             ingest.write_now()
+        return full
 
     def _read_what_the_log_holds(self, ingest: Ingest) -> Redelivery:
         """The samples among the newest redelivery_window events of the log, before the

@@ -312,3 +312,17 @@ def test_a_receipt_is_recorded_in_the_payload_of_valid_results_on_either_path(pa
     ingest.submit_events([fast, slow])
     assert ingest.flush()
     assert [e.payload["publication_seq"] for e in part.events([EXECUTION_RESULT])] == [7, 7]
+
+
+def test_waiting_for_room_returns_once_the_writer_has_caught_up(part, make_ingest):
+    """The logger's intake waits here, after a round that left results in the reader,
+    for the writer to bring what is pending down to a bound: it returns at the commit,
+    not at the timeout."""
+    ingest = make_ingest(part, flush_period_s=3600.0)
+    ingest.submit_events([ingest.take_event(fields(i), "t") for i in range(300)])
+    assert not ingest.wait_until_pending_at_most(100, timeout=0.2)  # nothing written yet
+    started = time.monotonic()
+    ingest.write_now()
+    assert ingest.wait_until_pending_at_most(100, timeout=30.0)
+    assert ingest.pending <= 100 and time.monotonic() - started < 10.0
+    assert ingest.wait_until_pending_at_most(300, timeout=0.0)  # already below: at once

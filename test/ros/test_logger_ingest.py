@@ -80,3 +80,30 @@ def test_a_flood_from_another_process_is_stored_or_counted_exactly(probe, start_
     assert len(set(intents)) == len(intents)  # nothing twice
     assert intents == sorted(intents, key=lambda s: int(s.split("-")[1]))  # arrival order
     assert stack.exited() == {}
+
+
+def test_a_round_that_ran_out_of_room_is_followed_at_once_when_the_writer_catches_up():
+    """IntakeThread: after a round that left results in the reader (take returned True),
+    the next one starts when `room` returns, not a whole period later: a small bound on
+    what the logger holds in Python does not bound how fast it drains a burst."""
+    import threading
+    import time
+
+    from robot_memory.ros.episodic_logger import IntakeThread
+
+    rounds, done = [], threading.Event()
+
+    def take() -> bool:
+        rounds.append(time.monotonic())
+        if len(rounds) == 6:
+            done.set()
+        return len(rounds) < 6  # five rounds short of room, then the reader is empty
+
+    intake = IntakeThread(1.0, take, logger=None, room=lambda timeout: True)
+    try:
+        assert done.wait(3.0), rounds  # period 1 s: the first round, then five at once
+        assert rounds[-1] - rounds[0] < 0.5
+        time.sleep(1.3)
+        assert len(rounds) == 7  # the reader was empty: back to one round a period
+    finally:
+        intake.stop()

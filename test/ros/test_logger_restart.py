@@ -16,7 +16,7 @@ from robot_memory.store import MemoryStore, verify_chain
 
 from ros.conftest import BOTH_PROCESS_MODES, wait_until
 
-SENT = 600  # within the publisher's history (EXECUTION_RESULTS_QOS: the last 1,000)
+SENT = 600  # within the publisher's history (EXECUTION_RESULTS_QOS: the last 15,000)
 PUBLISHER = str(Path(__file__).with_name("restart_publisher.py"))
 
 

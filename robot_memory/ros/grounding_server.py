@@ -136,7 +136,10 @@ class GroundingServer(ManagedMemoryNode):
 
     def on_ground_request(self, request, response):
         index = self.index  # one read: the whole answer comes from one snapshot
-        response.consultation_id = uuid.uuid4().hex
+        audit = self.audit
+        # An id only for an answer that is audited: while inactive there is no store to
+        # write to (no verified identity), nothing was consulted, and the id stays empty.
+        response.consultation_id = uuid.uuid4().hex if audit is not None else ""
         too_long = over_limit(request, request_limits.GROUND)
         if too_long is not None:  # refused unread, whoever asks
             self.refused_requests += 1
@@ -155,7 +158,7 @@ class GroundingServer(ManagedMemoryNode):
         self.answers += 1
         if answer.status == ANALOGY:
             self.analogy_answers += 1
-        if self.audit is not None:
+        if audit is not None:
             text = (lambda name: clipped(getattr(request, name), request_limits.GROUND[name])) \
                 if too_long else (lambda name: getattr(request, name))
             query = {"skill_id": text("skill_id"), "target_class": text("target_class"),
@@ -166,7 +169,7 @@ class GroundingServer(ManagedMemoryNode):
                              target_properties=[] if too_long else [
                                  [kv.key, audited_number(kv.value)]
                                  for kv in request.target_properties])
-            self.audit.submit(NewEvent(FACT_CONSULTATION, consultation_payload(
+            audit.submit(NewEvent(FACT_CONSULTATION, consultation_payload(
                 response.consultation_id, text("requester"), text("intent_id"), query, answer),
                 self.get_clock().now().nanoseconds))
         return response

@@ -13,6 +13,7 @@ from rcl_interfaces.srv import GetParameters, ListParameters
 from conftest import wait_until
 
 from robot_memory.bringup import Stack
+from robot_memory.store import MemoryStore
 
 pytestmark = pytest.mark.ros
 
@@ -91,3 +92,15 @@ def test_a_node_started_without_a_database_url_keeps_its_store_under_ros_home(
         process.send_signal(signal.SIGINT)
         assert process.wait(15) == 0
     assert list(workdir.iterdir()) == []
+
+
+def test_an_inactive_servers_answer_names_no_consultation_it_did_not_audit(start_nodes,
+                                                                          probe, db_url):
+    """Every consultation_id names an audit record: inactive (no verifier here), the server
+    audits nothing, so its answer carries none."""
+    start_nodes("grounding_server")
+    assert probe.grounding.wait_for_service(30)
+    answer = probe.grounding.query("manipulation.grasp", "glass_cup")
+    assert answer.status == "IDENTITY_UNVERIFIED"
+    assert answer.consultation_id == ""
+    assert MemoryStore(db_url).identities() == []  # nothing was written

@@ -307,7 +307,9 @@ def verify_witness(partition: Partition, witness_path: str | Path,
 class CheckpointWitness:
     """What the verifier does with a key file and a witness file, including when one is
     not configured: never a silent pass. `problem` refuses the boot (STORE_CORRUPTED);
-    `warning` is reported (WARN on /diagnostics) and the robot goes on."""
+    `warning` is reported (WARN on /diagnostics) and the robot goes on; `off` says that
+    signed checkpoints are off by configuration (a key/value on /diagnostics, logged at
+    boot, not a warning: the default configuration needs no human)."""
 
     def __init__(self, key_file: str, witness_file: str, require: bool):
         self.key: Ed25519PrivateKey | None = None
@@ -315,6 +317,7 @@ class CheckpointWitness:
         self.require = require
         self.problem = ""
         self.warning = ""
+        self.off = ""
         missing = [name for name, value in (("checkpoint_key_file", key_file),
                                             ("witness_file", witness_file)) if not value]
         if missing:
@@ -322,7 +325,7 @@ class CheckpointWitness:
             if require:
                 self.problem = what + " (require_witness is set)"
             else:
-                self.warning = what + " (a rewrite of the whole store would go unseen)"
+                self.off = what + " (a rewrite of the whole store would go unseen)"
             return
         try:
             self.key = load_private_key(key_file)  # a configured but unusable key refuses

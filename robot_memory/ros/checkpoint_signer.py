@@ -50,6 +50,8 @@ class CheckpointSigner:
         """Sign now (boot, after verification), then every checkpoint_period_s."""
         if self.witness.warning:
             self._node.get_logger().warning(self.witness.warning)
+        if self.witness.off:
+            self._node.get_logger().info(self.witness.off)
         if not self.witness.enabled:
             return
         self._identity = identity_hash
@@ -87,7 +89,8 @@ class CheckpointSigner:
 
     def diagnostic_values(self) -> dict[str, Any]:
         if not self.witness.enabled:
-            return {"witness": "off"}
+            return {"witness": "off", **({"signed_checkpoints": self.witness.off}
+                                         if self.witness.off else {})}
         return {"witness": str(self.witness.path),
                 "last_checkpoint_seq": self.last.checkpoint.seq if self.last else "none",
                 "checkpoint_failures": self.failures}

@@ -100,21 +100,26 @@ def test_signed_at_boot_period_shutdown_survives_kill_9_and_catches_a_rewrite(
     assert refused.returncode == 1 and "first divergent seq" in refused.stdout
 
 
-def test_missing_witness_warns_and_an_open_key_is_refused(
+def test_checkpoints_off_by_default_is_ok_and_an_open_key_is_refused(
         probe, tmp_path, namespace, manifest_file, certified_hash, db_url):
+    """The default configuration (no key, no witness) is green on /diagnostics: nothing
+    needs a human; that signed checkpoints are off is said as a key/value."""
     levels = []
     probe.create_subscription(
         DiagnosticArray, "/diagnostics",
-        lambda msg: levels.extend((s.level, s.message) for s in msg.status
+        lambda msg: levels.extend((s.level, s.message, {kv.key: kv.value for kv in s.values})
+                                  for s in msg.status
                                   if s.hardware_id == f"/{namespace}/manifest_verifier"),
         DIAGNOSTICS_QOS)
     args = (tmp_path, namespace, manifest_file, certified_hash, db_url)
     stack = start_verifier(*args)
     assert new_identity_status(probe).state == IdentityStatus.VERIFIED
-    level, message = wait_until(lambda: levels and levels[-1], 30, "/diagnostics")
+    level, message, values = wait_until(lambda: levels and levels[-1], 30, "/diagnostics")
     stop(stack)
-    assert level == DiagnosticStatus.WARN
-    assert "signed checkpoints off: checkpoint_key_file and witness_file not set" in message
+    assert level == DiagnosticStatus.OK, message
+    assert values["witness"] == "off"
+    assert "signed checkpoints off: checkpoint_key_file and witness_file not set" in \
+        values["signed_checkpoints"]
 
     private_key, _ = generate_key_pair(tmp_path / "robot")
     os.chmod(private_key, 0o644)

@@ -148,14 +148,14 @@ def aggregate(aggregates: ResultAggregates, config: RulesConfig
     events_read, first_seq, last_stamp = 0, 0, 0
     add_outcomes = [rule.add_outcome for rule in RULES]
     for row in aggregates.outcomes:
-        count = row[9]
+        count = row.count
         events_read += count
-        if not first_seq or row[13] < first_seq:
-            first_seq = row[13]
-        if row[12] > last_stamp:
-            last_stamp = row[12]
-        if row[0] is not None:
-            partials.skip(f"invalid_payload:{row[0]}", count)
+        if not first_seq or row.min_seq < first_seq:
+            first_seq = row.min_seq
+        if row.max_stamp_ns > last_stamp:
+            last_stamp = row.max_stamp_ns
+        if row.invalid_reason is not None:
+            partials.skip(f"invalid_payload:{row.invalid_reason}", count)
         for add_outcome in add_outcomes:
             add_outcome(row, config, partials)
     for batch in aggregates.values:

@@ -11,7 +11,7 @@ robot_memory/compaction.py); integrity.py decides whether a whole store can be t
 (`check_store`).
 """
 
-from robot_memory.store.aggregates import ResultAggregates, ValueBatch
+from robot_memory.store.aggregates import OutcomeRow, ResultAggregates, ValueBatch
 from robot_memory.store.chain_check import ChainReport, boot_check, stored_digest, verify_chain
 from robot_memory.store.compacted import Compaction, compactions, kept_digest, remove_range
 from robot_memory.store.integrity import (StoreVerdict, check_store, file_problem,
@@ -23,7 +23,7 @@ from robot_memory.store.schema import GENESIS_HASH
 from robot_memory.store.semantic import ConcurrentPass, FactRow, FactWrite
 
 __all__ = ["GENESIS_HASH", "ChainReport", "Compaction", "ConcurrentPass", "FactRow", "FactWrite", "MemoryStore",
-           "MigrationReport", "NewEvent", "Partition", "ResultAggregates", "StoreError",
+           "MigrationReport", "NewEvent", "OutcomeRow", "Partition", "ResultAggregates", "StoreError",
            "StoreVerdict", "StoredEvent", "ValueBatch", "boot_check", "check_store",
            "compactions", "event_digest", "file_problem", "kept_digest", "remove_range",
            "sqlite_integrity_problem", "stored_digest", "verify_chain"]

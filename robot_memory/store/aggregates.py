@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlalchemy import Connection, text
 
@@ -32,6 +33,27 @@ def _whole_blocks(after_seq: int, until_seq: int, size: int) -> tuple[int, int] 
     return (first, end) if first < end else None
 
 
+class OutcomeRow(NamedTuple):
+    """One GROUP BY row of a range's execution results: `count` results with these
+    fields in time bucket `bucket`, the newest of them `max_event_id` (stamp
+    `max_stamp_ns`). Rules may unpack it positionally, in this order."""
+
+    invalid_reason: str | None  # None: a result the rules can read
+    skill_id: str
+    target_class: str
+    environment: str
+    zone: str
+    success: int
+    failure_reason: str
+    has_observations: int
+    bucket: int
+    count: int
+    min_event_id: int
+    max_event_id: int
+    max_stamp_ns: int
+    min_seq: int
+
+
 @dataclass
 class ValueBatch:
     """Some of a range's parameters and observations, aggregated (value x count).
@@ -50,12 +72,11 @@ class ResultAggregates:
     """Execution results of a range of one chain, aggregated in SQL. Both are streamed
     from the cursor: iterate `outcomes` once, then `values` once.
 
-    outcomes: (invalid_reason, skill_id, target_class, environment, zone, success,
-      failure_reason, has_observations, bucket, count, min id, max id, max stamp, min seq)
+    outcomes: OutcomeRow after OutcomeRow
     values: ValueBatch after ValueBatch
     """
 
-    outcomes: Iterable[tuple]
+    outcomes: Iterable[OutcomeRow]
     values: Iterable[ValueBatch]
 
 
@@ -162,8 +183,9 @@ class ResultAggregation:
         # One int object per time bucket, not one per row: the rules keep them as keys of
         # 10^5 bucket counts at 10^6 events (6 MB of copies of a few dozen numbers).
         buckets: dict[int, int] = {}
-        outcomes = ((combo[7] or None, *combo[:7], buckets.setdefault(bucket, bucket), count,
-                     min_id, max_id, max_stamp, min_seq)
+        row = OutcomeRow._make
+        outcomes = (row((combo[7] or None, *combo[:7], buckets.setdefault(bucket, bucket),
+                         count, min_id, max_id, max_stamp, min_seq))
                     for combo_id, bucket, count, min_id, max_id, max_stamp, min_seq
                     in grouped_outcomes()
                     for combo in (combos[combo_id],))

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from robot_memory.errors import ConsolidationError, InputError
+from robot_memory.store import OutcomeRow
 
 RULE_VERSION = "v1.0"
 
@@ -133,9 +134,9 @@ class Rule(Protocol):
              config: RulesConfig) -> None:
         """Add one item to a group's state."""
 
-    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
-        """Add one GROUP BY row of outcomes (see Partition.result_aggregates) to the
-        partial states of the groups a range touches."""
+    def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
+        """Add one GROUP BY row of outcomes (an OutcomeRow of Partition.result_aggregates)
+        to the partial states of the groups a range touches."""
 
     def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
         """Add the range's parameters and observations (value x count)."""

@@ -10,6 +10,7 @@ from robot_memory.consolidation.rules.base import (RULE_VERSION, OneFactPerGroup
                                                    max_support, note_support, promoted_status, r6)
 from robot_memory.consolidation.stats import band, exact_mean, multiset_add, multiset_merge
 from robot_memory.records import ExecutionRecord
+from robot_memory.store import OutcomeRow
 
 # How many observations make half the confidence (before spread is accounted for).
 HALF_CONFIDENCE_N = 3
@@ -34,14 +35,13 @@ class ObjectProperty(OneFactPerGroup):
                  (record.target_class, name, value, record.stamp_ns))
                 for name, value in sorted(record.observations.items())]
 
-    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
-        invalid, target, has_observations, count = row[0], row[2], row[7], row[9]
-        if invalid is not None:
+    def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
+        if row.invalid_reason is not None:
             return
-        if not target:
-            into.skip(f"{self.kind}:no_target_class", count)
-        elif not has_observations:
-            into.skip(f"{self.kind}:no_observations", count)
+        if not row.target_class:
+            into.skip(f"{self.kind}:no_target_class", row.count)
+        elif not row.has_observations:
+            into.skip(f"{self.kind}:no_observations", row.count)
 
     def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})

@@ -14,11 +14,13 @@ table `robot-memory bringup` reads, so both start the same nodes with the same p
 configured by one parameter file with a `/**/<node>` section per node.
 """
 
+import os
 import tempfile
 
 import yaml
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnProcessStart, OnShutdown
 from launch.conditions import IfCondition, UnlessCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -85,15 +87,30 @@ def generate_launch_description():
 def one_process_node(context) -> list:
     if not IfCondition(LaunchConfiguration("one_process")).evaluate(context):
         return []
+    template = one_process_params_template()
     # No `name`: it would rename all four nodes of the process to one name.
-    return [Node(package="robot_memory", executable="robot_memory_all",
-                 namespace=LaunchConfiguration("namespace"),
-                 # params_file goes last here: one file of /**/<node> sections carries
-                 # the table defaults and the launch arguments together.
-                 parameters=[ParameterFile(one_process_params_template(), allow_substs=True),
-                             LaunchConfiguration("params_file")],
-                 arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
-                 output="screen")]
+    node = Node(package="robot_memory", executable="robot_memory_all",
+                namespace=LaunchConfiguration("namespace"),
+                # params_file goes last here: one file of /**/<node> sections carries
+                # the table defaults and the launch arguments together.
+                parameters=[ParameterFile(template, allow_substs=True),
+                            LaunchConfiguration("params_file")],
+                arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
+                output="screen")
+    # Launch reads the template once, as the process first starts, into a file of its own
+    # (which it removes itself): ours goes then, or at shutdown if the process never
+    # started, so no launch leaves a file behind.
+    return [RegisterEventHandler(OnProcessStart(
+                target_action=node, on_start=lambda *_: remove_template(template))),
+            RegisterEventHandler(OnShutdown(on_shutdown=lambda *_: remove_template(template))),
+            node]
+
+
+def remove_template(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:  # already removed (a respawn starts the process again)
+        pass
 
 
 def one_process_params_template() -> str:

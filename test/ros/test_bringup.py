@@ -1,5 +1,6 @@
 """`robot-memory bringup` and `robot-memory demo` as a user runs them."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -10,10 +11,13 @@ from robot_memory.msg import IdentityStatus
 def test_bringup_starts_verifies_and_stops_on_sigint(probe, namespace, manifest_file,
                                                      certified_hash, db_url, tmp_path):
     log = open(tmp_path / "bringup.log", "wb")
+    temp = tmp_path / "tmp"  # where the parameters file goes while the nodes run
+    temp.mkdir()
     process = subprocess.Popen(
         [sys.executable, "-m", "robot_memory.cli", "bringup", "--manifest", str(manifest_file),
          "--certified-hash", certified_hash, "--db", db_url, "--namespace", namespace,
-         "--param", "period_s=0.5"], stdout=log, stderr=subprocess.STDOUT)
+         "--param", "period_s=0.5"], stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "TMPDIR": str(temp)})
     try:
         assert probe.wait_identity().state == IdentityStatus.VERIFIED
         assert probe.grounding.wait_for_service(30)
@@ -25,6 +29,7 @@ def test_bringup_starts_verifies_and_stops_on_sigint(probe, namespace, manifest_
         log.close()
     output = (tmp_path / "bringup.log").read_text()
     assert "started manifest_verifier, episodic_logger, consolidator, grounding_server" in output
+    assert list(temp.iterdir()) == []  # no parameters file left behind
 
 
 def test_demo_runs_the_seed_example_and_exits_zero():

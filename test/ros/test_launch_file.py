@@ -73,3 +73,25 @@ def test_one_process_parameter_file_has_a_section_per_node():
     for section in document.values():
         assert section["ros__parameters"]["use_sim_time"] is True
         assert section["ros__parameters"]["database_url"] == "sqlite:////tmp/m.db"
+
+
+def test_a_one_process_launch_leaves_no_parameter_file_behind(tmp_path, monkeypatch):
+    """The template the one-process node's parameters come from is removed as its process
+    starts (launch has read it by then) or, at the latest, when the launch shuts down."""
+    import tempfile
+    launch, node_action, _ = ros_launch()
+    from launch.event_handlers import OnProcessStart, OnShutdown
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the template goes
+    _, description = load_description(launch)
+    context = context_with(launch, description, one_process="true")
+    [opaque] = [a for a in description.entities
+                if isinstance(a, launch.actions.OpaqueFunction)]
+    made = opaque.execute(context)
+    [template] = list(tmp_path.iterdir())
+    [node] = [entity for entity in made if isinstance(entity, node_action)]
+    handlers = [entity.event_handler for entity in made
+                if isinstance(entity, launch.actions.RegisterEventHandler)]
+    assert any(isinstance(h, OnProcessStart) for h in handlers)
+    [on_shutdown] = [h for h in handlers if isinstance(h, OnShutdown)]
+    on_shutdown.handle(launch.events.Shutdown(), context)
+    assert not template.exists() and list(tmp_path.iterdir()) == []

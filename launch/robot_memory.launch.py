@@ -50,7 +50,8 @@ def generate_launch_description():
     ]
     arguments += [
         DeclareLaunchArgument("use_sim_time", default_value="false",
-                              description="Use /clock (Gazebo or a bag) instead of the wall clock."),
+                              description="Use /clock (Gazebo or a bag) instead of the wall "
+                                          "clock."),
         DeclareLaunchArgument("namespace", default_value="",
                               description="Namespace for all four nodes and their topics."),
         DeclareLaunchArgument("log_level", default_value="info", description="Node log level."),
@@ -77,7 +78,8 @@ def generate_launch_description():
                           namespace=LaunchConfiguration("namespace"),
                           parameters=[parameters, LaunchConfiguration("params_file"),
                                       from_arguments],
-                          arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
+                          arguments=["--ros-args", "--log-level",
+                                     LaunchConfiguration("log_level")],
                           output="screen", condition=four_processes))
     # The one-process node is made only when asked for: its parameter file is written then.
     nodes.append(OpaqueFunction(function=one_process_node))

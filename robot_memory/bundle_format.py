@@ -1,15 +1,15 @@
 """The evidence bundle's files and their exact forms, shared by export and verify.
 
-    bundle.json          format, identity hash, chain head, rule version and parameters,
-                         the log position the facts reflect, file counts (one key a line)
-    events.jsonl         every event in chain order: seq, kind, stamp_ns, payload,
-                         prev_hash, event_hash (canonical JSON, one a line)
-    runs.jsonl           the consolidation_run events (the same lines as in events.jsonl)
-    consultations.jsonl  the fact_consultation events (likewise)
-    facts.jsonl          the facts snapshot, one fact a line (`[` + lines joined by `,` +
-                         `]` is the canonical snapshot, byte for byte)
-    manifest.yaml        the identity manifest, when the export was given one
-    SHA256SUMS           `sha256sum -c` format, every other file
+bundle.json          format, identity hash, chain head, rule version and parameters,
+                     the log position the facts reflect, file counts (one key a line)
+events.jsonl         every event in chain order: seq, kind, stamp_ns, payload,
+                     prev_hash, event_hash (canonical JSON, one a line)
+runs.jsonl           the consolidation_run events (the same lines as in events.jsonl)
+consultations.jsonl  the fact_consultation events (likewise)
+facts.jsonl          the facts snapshot, one fact a line (`[` + lines joined by `,` +
+                     `]` is the canonical snapshot, byte for byte)
+manifest.yaml        the identity manifest, when the export was given one
+SHA256SUMS           `sha256sum -c` format, every other file
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ class BundleError(InputError):
     """Raised when a bundle cannot be written (the target is not empty, the stored facts
     do not rebuild with the given rule parameters) or re-imported (the store already
     holds this identity, a pass does not regenerate identically)."""
-
 
 
 def event_line(seq: int, kind: str, stamp_ns: int, payload: Any, prev_hash: str,
@@ -81,9 +80,8 @@ def write_sums(out: Path) -> None:
                             encoding="utf-8")
 
 
-
 def first_fact_difference(have: list[str], want: list[str], have_name: str = "stored",
-                           want_name: str = "rebuilt") -> str:
+                          want_name: str = "rebuilt") -> str:
     for number, (a, b) in enumerate(zip(have, want, strict=False), start=1):
         if a != b:
             return f"fact {number}: {_entry_difference(a, b, have_name, want_name)}"

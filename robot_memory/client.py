@@ -65,7 +65,8 @@ class GroundingClient:
         return self._client.wait_for_service(timeout_sec=timeout_s)
 
     def query_async(self, skill_id: str, target_class: str = "", environment: str = "", *,
-                    zone: str = "", fact_kinds=(), min_confidence: float = 0.0, max_results: int = 0,
+                    zone: str = "", fact_kinds=(), min_confidence: float = 0.0,
+                    max_results: int = 0,
                     intent_id: str = "", allow_analogies: bool = False,
                     target_properties: dict[str, float] | None = None,
                     max_analogies: int = 0):

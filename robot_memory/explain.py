@@ -16,7 +16,7 @@ from robot_memory.archives import archived_segments, history_events
 from robot_memory.consolidation.rules import RULES_BY_KIND, SkipRecord, supported_key
 from robot_memory.errors import InputError
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, FACT_CONSULTATION,
-                                     KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED)
+                                      KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED)
 from robot_memory.records import InvalidRecord, record_from_payload
 from robot_memory.store import FactRow, Partition, StoredEvent
 
@@ -34,8 +34,8 @@ def find_fact(partition: Partition, fact_id: int = 0, kind: str = "",
     """The fact of this identity with `fact_id`, or else with `kind` and `key`.
     Raises FactNotFound (an InputError, exit code 3) when there is none."""
     for fact in partition.facts():
-        if (fact_id and fact.id == fact_id) or (not fact_id and (fact.kind, fact.key) == (kind,
-                                                                                         key)):
+        if (fact_id and fact.id == fact_id) or \
+                (not fact_id and (fact.kind, fact.key) == (kind, key)):
             return fact
     wanted = f"id {fact_id}" if fact_id else f"{kind} [{key}]"
     raise FactNotFound(f"no fact {wanted} for identity {partition.identity_hash[:12]}")

@@ -46,7 +46,7 @@ class Browser:
         # expects them (no preexec_fn: the test process may run threads).
         self.process = subprocess.Popen(
             ["/bin/bash", "-c", f'exec "$0" "$@" 3<&{to_child} 4>&{from_child} '
-                              f"{to_child}<&- {from_child}>&-",
+                                f"{to_child}<&- {from_child}>&-",
              binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--disable-background-networking", "--disable-component-update",
              "--disable-sync", "--disable-default-apps", "--remote-debugging-pipe",
@@ -128,8 +128,8 @@ class Browser:
         run = PageRun()
         for event in self.events:
             method, params = event.get("method"), event.get("params", {})
-            if method == "Runtime.consoleAPICalled" and params.get("type") in ("error",
-                                                                                "assert"):
+            if method == "Runtime.consoleAPICalled" and \
+                    params.get("type") in ("error", "assert"):
                 run.console_errors.append(" ".join(str(a.get("value", a.get("description")))
                                                    for a in params.get("args", [])))
             elif method == "Runtime.exceptionThrown":

@@ -31,7 +31,7 @@ from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND
                                               STATUS_CONTESTED, STATUS_INVALIDATED,
                                               RenderedFact, RulesConfig, SkipRecord)
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
-                                     KNOWLEDGE_CONFLICT_RESOLVED, OVERRIDE)
+                                      KNOWLEDGE_CONFLICT_RESOLVED, OVERRIDE)
 from robot_memory.records import InvalidRecord, record_from_payload
 from robot_memory.store import ConcurrentPass, FactRow, NewEvent, Partition
 from robot_memory.store.schema import consolidation_state, semantic_facts
@@ -158,7 +158,8 @@ def latest_run_id(partition: Partition, conn: Connection) -> int:
 
 def _state_loader(partition: Partition, conn: Connection):
     def load(kind: str, groups: set[str]) -> dict[str, dict]:
-        rows = conn.execute(select(consolidation_state.c.fact_key, consolidation_state.c.state_json)
+        state = consolidation_state.c
+        rows = conn.execute(select(state.fact_key, state.state_json)
                             .where(consolidation_state.c.identity_hash == partition.identity_hash,
                                    consolidation_state.c.fact_kind == kind,
                                    consolidation_state.c.fact_key.in_(sorted(groups))))

@@ -96,8 +96,8 @@ def _history_for_replay(args, partition, until_seq):
         yield partition
         return
     with tempfile.TemporaryDirectory(prefix="robot_memory_replay_") as scratch:
-        history = whole_history(partition, archive_dir_from_args(args), f"sqlite:///{scratch}/h.db",
-                                until_seq)
+        history = whole_history(partition, archive_dir_from_args(args),
+                                f"sqlite:///{scratch}/h.db", until_seq)
         try:
             yield history
         finally:

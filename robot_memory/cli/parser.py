@@ -158,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--print-sql", action="store_true",
                    help="print the GRANTs and policies instead of applying them")
     q = with_store(actions.add_parser("add-robot", help="a login role for one robot, mapped "
-                                                         "to its identity"))
+                                                        "to its identity"))
     q.add_argument("--role", required=True)
     q.add_argument("--password-file", help="file holding the role's password")
     q = actions.add_parser("add-analyst", help="a login role reading every robot's rows")

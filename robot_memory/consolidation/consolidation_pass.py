@@ -37,7 +37,7 @@ from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND
                                               RenderedFact, RulesConfig)
 from robot_memory.consolidation.rules.base import OneFactPerGroup
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
-                                     KNOWLEDGE_CONFLICT_RESOLVED)
+                                      KNOWLEDGE_CONFLICT_RESOLVED)
 from robot_memory.store import (ConcurrentPass, FactRow, FactWrite, NewEvent, Partition,
                                 ResultAggregates)
 

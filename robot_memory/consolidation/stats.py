@@ -124,7 +124,8 @@ def exact_mean(bag: Multiset) -> float:
 
 
 def shrunk_rate(successes: float, n: float, prior_mean: float, prior_weight: float) -> float:
-    """Bayesian (beta-prior) shrinkage of a rate toward prior_mean with prior_weight pseudo-counts."""
+    """Bayesian (beta-prior) shrinkage of a rate toward prior_mean with prior_weight
+    pseudo-counts."""
     return round((successes + prior_mean * prior_weight) / (n + prior_weight), 6)
 
 
@@ -156,7 +157,7 @@ def wilson_confidence(successes: float, n: float) -> float:
 
 
 def wilson_interval(successes: float, n: float,
-                          z: float = 1.959963984540054) -> tuple[float, float]:
+                    z: float = 1.959963984540054) -> tuple[float, float]:
     """Wilson score interval of a binomial rate; sensible at small n and near 0 or 1."""
     p = min(1.0, max(0.0, successes / n))
     z2 = z * z

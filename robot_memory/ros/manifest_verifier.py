@@ -30,7 +30,6 @@ from robot_memory.ros.qos import IDENTITY_STATUS_QOS
 from robot_memory.store import MemoryStore, check_store
 
 
-
 class ManifestVerifier(Node):
     def __init__(self, **kwargs):
         super().__init__("manifest_verifier", **kwargs)
@@ -200,7 +199,8 @@ class ManifestVerifier(Node):
 
 def node_spec() -> NodeSpec:
     # The last signed checkpoint covers everything written before the stop.
-    return NodeSpec(ManifestVerifier, before_destroy=lambda node: node.checkpoints.sign("shutdown"))
+    return NodeSpec(ManifestVerifier,
+                    before_destroy=lambda node: node.checkpoints.sign("shutdown"))
 
 
 def main(args=None) -> None:

@@ -43,4 +43,3 @@ class PlannerNode(Node):
                                       fact_kinds=("skill_success_rate",),
                                       intent_id=f"sim-{episode.number}")
         return decide(answer, episode.exploration_force_n, self.config)
-

@@ -108,8 +108,8 @@ def test_yaml_and_os_errors_convert_to_input_errors(tmp_path):
     assert isinstance(converted, InputError) and "line 1 column 6" in str(converted)
     assert "\n" not in str(converted)
     missing = from_foreign(FileNotFoundError(errno.ENOENT, "No such file", "/x/y.jsonl"))
-    assert (missing.field, missing.reason, missing.exit_code) == ("/x/y.jsonl",
-                                                                 "missing_file", 3)
+    assert (missing.field, missing.reason, missing.exit_code) == (
+        "/x/y.jsonl", "missing_file", 3)
     full = from_foreign(OSError(errno.ENOSPC, "No space left on device", "/var/db"))
     assert isinstance(full, StoreFailure) and full.reason == "disk_full"
     assert from_foreign(KeyError("x")) is None

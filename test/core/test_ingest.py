@@ -276,6 +276,7 @@ def test_refusals_leave_no_cyclic_garbage_that_would_hold_what_was_refused(part,
              (dict, fields(3, skill_id="")),  # invalid, through pydantic
              (dict, fields(4, parameters={"f": float("nan")})),  # invalid, fast check
              (broken, b"\x00\x01 bytes")]  # malformed
+
     def refused(read, given) -> bool:  # keeps the answer in a local, as a node does
         taken = ingest.take_received(read, dict(given) if read is dict else given, "t", 5)
         return isinstance(taken, Refused)
@@ -301,8 +302,8 @@ class SampleSeen:
         payload["publication_seq"] = 7
 
 
-def test_a_receipt_is_recorded_in_the_payload_of_valid_results_on_either_path(part,
-                                                                           make_ingest):
+def test_a_receipt_is_recorded_in_the_payload_of_valid_results_on_either_path(
+        part, make_ingest):
     ingest = make_ingest(part)
     fast = ingest.take_received(dict, fields(1), "t", 5, SampleSeen())
     # A field left to its default is not for the fast check: pydantic validates it.

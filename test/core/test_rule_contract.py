@@ -217,8 +217,8 @@ def test_the_example_rule_renders_what_the_page_shows_in_a_real_pass(tmp_path, m
     store.close()
 
 
-def test_the_example_rule_gives_the_same_facts_by_both_paths_and_any_cuts(tmp_path,
-                                                                         monkeypatch):
+def test_the_example_rule_gives_the_same_facts_by_both_paths_and_any_cuts(
+        tmp_path, monkeypatch):
     monkeypatch.setattr(PASS, "RULES", (TriedParameters(),))
     monkeypatch.setattr(PASS, "RULES_BY_KIND", {"tried_parameters": PASS.RULES[0]})
     records = _records(seed=6)

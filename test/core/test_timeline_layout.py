@@ -164,7 +164,7 @@ def test_an_empty_timeline_totals_to_zero(config):
 
 
 @given(rows=st.lists(st.lists(st.integers(0, 2**63 // 8), min_size=3, max_size=3),
-                    max_size=8))
+                     max_size=8))
 def test_packed_rows_add_up_exactly(rows):
     """A pass adds a bucket's counts as packed ints: column totals up to 2^63 (more
     events than 64-bit ids can number) add up exactly, nothing carried into the next

@@ -212,7 +212,8 @@ def test_the_command_line_keygen_checkpoint_and_verify(db_url, tmp_path):
     os.chmod(tmp_path / "open_key", 0o604)
     refused = run_cli("checkpoint", "--key", str(tmp_path / "open_key"), "--witness",
                       str(witness), "--db", db_url, "--identity", A)
-    assert refused.returncode == InputError.exit_code and "accessible by group or others" in refused.stderr
+    assert refused.returncode == InputError.exit_code
+    assert "accessible by group or others" in refused.stderr
     again = run_cli("keygen", "--out", str(prefix))
     assert again.returncode == InputError.exit_code and "already exists" in again.stderr
 

@@ -90,7 +90,7 @@ def topic_results_stored(db_url: str) -> int:
 
 @BOTH_PROCESS_MODES
 def test_kill_9_logger_during_ingest_loses_no_acknowledged_event(probe, start_stack, tmp_path,
-                                                                  certified_hash, db_url):
+                                                                 certified_hash, db_url):
     stack = start_stack()
     probe.wait_identity()
     producer = Producer(probe)
@@ -138,7 +138,7 @@ def test_kill_9_logger_during_ingest_loses_no_acknowledged_event(probe, start_st
 
 
 def test_kill_9_consolidator_mid_pass_then_next_pass_is_byte_equal(probe, start_stack, tmp_path,
-                                                                  certified_hash, db_url):
+                                                                   certified_hash, db_url):
     events = varied_events(20000)
     reference = MemoryStore(f"sqlite:///{tmp_path / 'reference.db'}").partition(certified_hash)
     reference.append_many(events)

@@ -37,8 +37,8 @@ def test_gazebo_launch_file_loads_in_the_real_launch_system():
     assert len(includes) == 1
     from launch.utilities import perform_substitutions
     context = launch.LaunchContext()
-    arguments = {perform_substitutions(context, list(key)): perform_substitutions(context,
-                                                                                 list(value))
+    arguments = {perform_substitutions(context, list(key)):
+                 perform_substitutions(context, list(value))
                  for key, value in includes[0].launch_arguments}
     assert arguments == {"use_sim_time": "true"}
     module = {}

@@ -131,6 +131,7 @@ def test_corrupted_store_keeps_the_nodes_unconfigured(probe, start_stack, certif
     assert probe.grounding.wait_for_service(30)
     # The server may answer before the latched status has reached it: it then says it
     # is waiting, and names the diagnosis once the status arrived.
+
     def answer_naming_the_diagnosis():
         answer = probe.grounding.query("manipulation.grasp", "glass_cup")
         return answer if "STORE_CORRUPTED" in answer.reason else None
@@ -143,7 +144,7 @@ def test_corrupted_store_keeps_the_nodes_unconfigured(probe, start_stack, certif
 
 
 def test_old_tampering_found_after_boot_withdraws_the_nodes(probe, start_stack,
-                                                           certified_hash, db_url):
+                                                            certified_hash, db_url):
     part = MemoryStore(db_url).partition(certified_hash)
     part.append_many([result_event(i) for i in range(30)])
     assert boot_check(part).ok  # a previous boot verified everything up to here

@@ -82,8 +82,8 @@ def test_resume_cannot_override_a_failed_identity(probe, start_stack):
     assert lifecycle_state(probe, "consolidator") == State.PRIMARY_STATE_UNCONFIGURED
 
 
-def test_a_finalized_node_exits_and_manage_nodes_says_so_until_it_is_respawned(probe,
-                                                                              start_stack):
+def test_a_finalized_node_exits_and_manage_nodes_says_so_until_it_is_respawned(
+        probe, start_stack):
     """`ros2 lifecycle set /consolidator shutdown`: finalized is for good, so the process
     exits cleanly (a respawn can bring it back); until then RESUME and STARTUP fail."""
     stack = start_stack()

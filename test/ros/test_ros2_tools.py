@@ -94,8 +94,8 @@ def test_a_node_started_without_a_database_url_keeps_its_store_under_ros_home(
     assert list(workdir.iterdir()) == []
 
 
-def test_an_inactive_servers_answer_names_no_consultation_it_did_not_audit(start_nodes,
-                                                                          probe, db_url):
+def test_an_inactive_servers_answer_names_no_consultation_it_did_not_audit(
+        start_nodes, probe, db_url):
     """Every consultation_id names an audit record: inactive (no verifier here), the server
     audits nothing, so its answer carries none."""
     start_nodes("grounding_server")

@@ -120,6 +120,7 @@ def test_grounding_server_shows_all_its_services_and_topics(probe, start_stack):
                                                                      namespace)))
         except Exception:  # not discovered yet
             return None
+
     def discovered(g) -> bool:  # entities are discovered one by one: wait for all
         return (f"{namespace}/ground" in g[0] and f"{namespace}/explain" in g[0]
                 and f"{namespace}/facts_delta" in g[1] and "/diagnostics" in g[2])

@@ -78,7 +78,8 @@ def _contradiction(recent: list[int], older: list[int], config: RulesConfig
 
 def contradiction(state: dict[str, Any], config: RulesConfig) -> dict[str, Any]:
     """Does the recent success rate disagree with the older one? Two-proportion z test on
-    raw counts of the recent window vs. everything before it (documented in docs/consolidation.md)."""
+    raw counts of the recent window vs. everything before it (documented in
+    docs/consolidation.md)."""
     return _contradiction(*recent_and_older(state, config), config)
 
 

@@ -93,8 +93,9 @@ class SkillSuccessRate(OneFactPerGroup):
             "shrunk_rate": shrunk_rate(weighted["successes"], weighted["n"], config.prior_mean,
                                        config.prior_weight),
             "confidence": confidence,
-            "recommended_parameters": {name: band_with_n(bag)
-                                       for name, bag in sorted(state["success_parameters"].items())},
+            "recommended_parameters": {
+                name: band_with_n(bag)
+                for name, bag in sorted(state["success_parameters"].items())},
             "failure_reasons": dict(sorted(state["failure_reasons"].items())),
             "most_common_failure": most_common(state["failure_reasons"]),
             "contradiction_test": conflict,

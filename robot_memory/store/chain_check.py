@@ -75,8 +75,9 @@ def _rehash(partition: Partition, conn: Connection, after_seq: int, until_seq: i
              f"ORDER BY seq LIMIT {int(batch_size)}")
     expected_prev = None if prev_hash is None else _stored(prev_hash)
     prev_hex = prev_hash
+    driver = conn.connection.driver_connection  # plain tuples, in this transaction
     while expected_seq <= until_seq:
-        rows = conn.exec_driver_sql(query, (ident, expected_seq, until_seq)).all()
+        rows = driver.execute(query, (ident, expected_seq, until_seq)).fetchall()
         if not rows:
             return checked, ChainReport(ident, False, checked, expected_seq, None,
                                         "event missing (deleted or truncated log)")

@@ -217,7 +217,8 @@ def summarize(args, samples: list[dict], compactions: list[dict], facts_equal: b
                 samples[-1]["live_used_mb"] * 2**20 / max(1, live_results), 1),
             "canonical_event_bytes": round(canonical, 1),
             # The live store of this run (its facts, states and free pages included).
-            "bytes_per_result_over_canonical": round(per_result / canonical, 2) if canonical else None,
+            "bytes_per_result_over_canonical": (round(per_result / canonical, 2)
+                                                if canonical else None),
             "store_bytes": shapes,
             "facts_byte_equal": facts_equal, "wall_s": round(wall_s, 1),
             "goals": goals, "meets_goals": all(goals.values())}

@@ -153,7 +153,8 @@ def whole_history(partition: Partition, archive_dir: Path, url: str,
         if not path.exists() or file_sha256(path) != c.segment_sha256:
             raise CompactionError(f"the events up to seq {last} need segment {c.segment} "
                                   f"(seq {c.from_seq}..{c.until_seq}) in {archive_dir}: "
-                                  f"{'missing' if not path.exists() else 'it does not match its compaction'}")
+                                  + ("missing" if not path.exists()
+                                     else "it does not match its compaction"))
         _, rows, _ = read_segment(path)
         for row in rows:
             if row.seq > last:

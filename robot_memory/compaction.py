@@ -175,8 +175,8 @@ def compact(partition: Partition, until_seq: int, archive_dir: Path, *,
         latest = compactions(ident, conn)
         if (latest[-1].until_seq if latest else 0) != from_seq - 1:
             raise CompactionError("another compaction of this identity ran meanwhile")
-        event = partition.append_in(conn, [NewEvent(
-            COMPACTION, claims.payload(), stamp_ns if stamp_ns is not None else time.time_ns())])[0]
+        stamp = stamp_ns if stamp_ns is not None else time.time_ns()
+        event = partition.append_in(conn, [NewEvent(COMPACTION, claims.payload(), stamp)])[0]
         remove_range(conn, ident, partition.chain_number(conn), from_seq, until_seq,
                      scan.first_id, scan.last_id,
                      scan.kept_ids, partition.store.rollup.block)

@@ -22,8 +22,9 @@ from robot_memory.store.partition import Partition
 from robot_memory.store.schema import GENESIS_HASH
 from robot_memory.store.semantic import ConcurrentPass, FactRow, FactWrite
 
-__all__ = ["GENESIS_HASH", "ChainReport", "Compaction", "ConcurrentPass", "FactRow", "FactWrite", "MemoryStore",
-           "MigrationReport", "NewEvent", "OutcomeRow", "Partition", "ResultAggregates", "StoreError",
+__all__ = ["GENESIS_HASH", "ChainReport", "Compaction", "ConcurrentPass", "FactRow", "FactWrite",
+           "MemoryStore", "MigrationReport", "NewEvent", "OutcomeRow", "Partition",
+           "ResultAggregates", "StoreError",
            "StoreVerdict", "StoredEvent", "ValueBatch", "boot_check", "check_store",
            "compactions", "event_digest", "file_problem", "kept_digest", "remove_range",
            "sqlite_integrity_problem", "stored_digest", "verify_chain"]

@@ -156,8 +156,9 @@ class ResultAggregation:
             if blocks:
                 yield from conn.execute(text(
                     "SELECT combo_id, source, name, value_repr, CAST(sum(n) AS BIGINT), "
-                    "max(max_event_id), max(max_stamp_ns) FROM value_rollup WHERE chain_id = :chain "
-                    "AND seq_block >= :b_lo AND seq_block < :b_hi GROUP BY 1, 2, 3, 4"),
+                    "max(max_event_id), max(max_stamp_ns) FROM value_rollup "
+                    "WHERE chain_id = :chain AND seq_block >= :b_lo AND seq_block < :b_hi "
+                    "GROUP BY 1, 2, 3, 4"),
                     block_binds).partitions(5000)
 
         def values() -> Iterator[ValueBatch]:

@@ -107,8 +107,9 @@ def remove_range(conn: Connection, identity_hash: str, chain: int, from_seq: int
                  first_event_id: int, last_event_id: int, kept: list[tuple[int, int]],
                  block: int) -> None:
     """Delete the range's rows but the `kept` (seq, event id) ones, and what indexes
-    them (under the identity's chain number `chain`), under a permit that is gone again when this returns; in the caller's
-    transaction, which also holds the compaction event. By range, not by id: an identity's
+    them (under the identity's chain number `chain`), under a permit that is gone again
+    when this returns; in the caller's transaction, which also holds the compaction
+    event. By range, not by id: an identity's
     events of a range are its ids first_event_id..last_event_id. Rollup blocks wholly
     inside the range go too: a pass after the cut never reads them (it starts past it)."""
     conn.execute(insert(compaction_permits).values(

@@ -154,4 +154,3 @@ def check_store(url: str, identity_hash: str | None = None, full: bool = False,
         if pool is not None:
             pool.shutdown(wait=True)  # the check's connection closes before the store
         store.close()
-

@@ -137,7 +137,8 @@ class EventLog:
             return self.append_in(conn, new_events)
 
     def append_in(self, conn: Connection, new_events: Iterable[NewEvent]) -> list[StoredEvent]:
-        """Append inside a caller's write transaction (so facts and the run event commit together)."""
+        """Append inside a caller's write transaction (facts and the run event commit
+        together)."""
         return [StoredEvent(*fields) for fields in self.append_fields_in(conn, new_events)]
 
     def append_fields_in(self, conn: Connection, new_events: Iterable[NewEvent]) -> list[tuple]:

@@ -38,6 +38,7 @@ class Digest(TypeDecorator):
     def process_result_value(self, value, dialect):
         return bytes(value).hex() if isinstance(value, (bytes, memoryview)) else value
 
+
 # Key/value facts about the store itself (schema version).
 store_info = Table(
     "store_info", metadata,

@@ -201,4 +201,3 @@ class SemanticTier:
             assignments = ", ".join(f"{c} = {mark}" for c in _FACT_WRITE_COLUMNS)
             conn.exec_driver_sql(f"UPDATE semantic_facts SET {assignments} WHERE id = {mark}",
                                  updates)
-

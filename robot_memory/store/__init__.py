@@ -17,7 +17,9 @@ from robot_memory.store.compacted import Compaction, compactions, kept_digest, r
 from robot_memory.store.integrity import (StoreVerdict, check_store, file_problem,
                                           sqlite_integrity_problem)
 from robot_memory.store.log import NewEvent, StoredEvent, event_digest
-from robot_memory.store.opening import MemoryStore, MigrationReport, StoreError
+from robot_memory.store.migration import MigrationReport
+from robot_memory.store.opening import MemoryStore
+from robot_memory.store.version import StoreError
 from robot_memory.store.partition import Partition
 from robot_memory.store.schema import GENESIS_HASH
 from robot_memory.store.semantic import ConcurrentPass, FactRow, FactWrite

@@ -2,7 +2,8 @@
 the semantic facts derived from it (SQLAlchemy 2.x; SQLite by default, PostgreSQL for
 fleets). Everything outside this package imports from here.
 
-Open a store with `MemoryStore(url)` (opening.py: engine, schema, triggers, migration) and
+Open a store with `MemoryStore(url)` (opening.py: engine, schema, triggers; an older
+schema is upgraded by migration.py, version.py reads what the store says it is) and
 reach one identity's rows through its `Partition` (partition.py), whose methods come from
 log.py (appends, the hash chain, event reads), aggregates.py (`result_aggregates`) and
 semantic.py (facts, consolidation states, `commit_pass`). chain_check.py re-hashes a

@@ -14,6 +14,15 @@ EXAMPLE_MANIFEST = Path(__file__).resolve().parent.parent / "robot_memory" / "co
     "example_manifest.yaml"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def ros_home(tmp_path_factory):
+    """A ROS home of the session's: a command run without --db (its store defaults to
+    $ROS_HOME/robot_memory/) and the nodes' logs stay out of the user's ~/.ros."""
+    path = tmp_path_factory.mktemp("ros_home")
+    os.environ["ROS_HOME"] = str(path)
+    return path
+
+
 @pytest.fixture
 def manifest_file(tmp_path):
     path = tmp_path / "manifest.yaml"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import gc
 import sys
 import threading
-import uuid
 
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
@@ -33,6 +32,7 @@ from robot_memory.ros.conversions import (analogy_to_msg, fact_from_msg, fact_to
                                           grounding_request_from_msg)
 from robot_memory.ros.diagnostics import OK as DIAG_OK
 from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
+from robot_memory.ros.fact_messages import ConsultationIds, FactMessages
 from robot_memory.ros.heap import release_freed_memory
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
@@ -69,6 +69,8 @@ class GroundingServer(ManagedMemoryNode):
         self.analogy_answers = 0  # answered ANALOGY: facts lent, not the robot's own
         self.refused_requests = 0  # over a field's size limit (request_limits)
         self._index_lock = threading.Lock()  # one writer of self.index at a time
+        self._fact_messages = FactMessages()  # the `ground` handler's own
+        self._consultation_ids = ConsultationIds()
         self.create_service(GroundingQuery, "ground", self.on_ground_request)
         side = SideCallbackGroup()
         self.create_subscription(SemanticFactArray, "facts_delta", self.on_facts_delta,
@@ -139,7 +141,7 @@ class GroundingServer(ManagedMemoryNode):
         audit = self.audit
         # An id only for an answer that is audited: while inactive there is no store to
         # write to (no verified identity), nothing was consulted, and the id stays empty.
-        response.consultation_id = uuid.uuid4().hex if audit is not None else ""
+        response.consultation_id = self._consultation_ids.next() if audit is not None else ""
         too_long = over_limit(request, request_limits.GROUND)
         if too_long is not None:  # refused unread, whoever asks
             self.refused_requests += 1
@@ -153,7 +155,7 @@ class GroundingServer(ManagedMemoryNode):
             response.identity_hash = index.identity_hash
         response.status, response.reason_code, response.reason = (
             answer.status, answer.reason_code, answer.reason)
-        response.facts = [fact_to_msg(f) for f in answer.facts]
+        response.facts = [self._fact_messages.of(f) for f in answer.facts]
         response.analogies = [analogy_to_msg(a) for a in answer.analogies]
         self.answers += 1
         if answer.status == ANALOGY:

@@ -1,0 +1,60 @@
+"""What `ground` converts per answer, made once: the SemanticFact message of each fact
+it serves, and its consultation ids.
+
+Building a fact's message parses its value JSON and fills a dozen typed fields: three
+fifths of the handler's time when it was done for every answer, for the same few facts a
+planner asks about again and again. A fact's row is never changed in place (a pass's
+delta brings a new row), so the message made from a row stays right for as long as that
+row is the one served.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections import OrderedDict
+
+from robot_memory.msg import SemanticFact
+from robot_memory.ros.conversions import fact_to_msg
+from robot_memory.store import FactRow
+
+# Messages kept: the facts recently served (a planner's working set), not all 10^4.
+CAPACITY = 4096
+
+
+class FactMessages:
+    """SemanticFact of a served FactRow, made on its first answer and reused after, for
+    the CAPACITY rows served most recently. One thread only (the `ground` handler's)."""
+
+    def __init__(self, capacity: int = CAPACITY):
+        self.capacity = capacity
+        # id(row) -> (row, message): the row is kept, so its id is not reused meanwhile
+        self._made: OrderedDict[int, tuple[FactRow, SemanticFact]] = OrderedDict()
+
+    def of(self, fact: FactRow) -> SemanticFact:
+        key = id(fact)
+        made = self._made.get(key)
+        if made is not None and made[0] is fact:
+            self._made.move_to_end(key)
+            return made[1]
+        msg = fact_to_msg(fact)
+        self._made[key] = (fact, msg)
+        if len(self._made) > self.capacity:
+            self._made.popitem(last=False)
+        return msg
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+
+class ConsultationIds:
+    """32 hex digits, as a uuid4's, unique across the robot's processes: 64 random bits
+    drawn once per process, then a counter. Drawing 128 random bits per answer (uuid4)
+    cost a system call each, about a tenth of the handler's time on a busy machine."""
+
+    def __init__(self):
+        self._prefix = secrets.token_hex(8)
+        self._counter = itertools.count()
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._counter):016x}"

@@ -1,0 +1,50 @@
+"""What `ground` converts per answer is made once: a fact row's message is reused while
+that row is served, a changed fact (a new row) gets a message of its own, and
+consultation ids stay unique."""
+
+import json
+import re
+
+from robot_memory.ros.conversions import fact_to_msg
+from robot_memory.ros.fact_messages import ConsultationIds, FactMessages
+from robot_memory.store import FactRow
+
+
+def row(fact_id: int, rate: float, n: int) -> FactRow:
+    value = {"rate": rate, "recommended_parameters": {"force_n": {"median": 25.0}}}
+    return FactRow(fact_id, "skill_success_rate", f"grasp|cup|lab{fact_id}", None,
+                   json.dumps(value), "active", 0.8, n, "v1", 100 + n, 10**9 * n)
+
+
+def test_a_row_is_converted_once_and_a_changed_fact_anew():
+    messages = FactMessages()
+    fact = row(1, 0.75, 16)
+    first = messages.of(fact)
+    assert messages.of(fact) is first  # the same row: the same message
+    assert first == fact_to_msg(fact)  # and what converting it gives
+    changed = row(1, 0.8, 17)  # the pass's delta brings a new row for the same fact
+    again = messages.of(changed)
+    assert again is not first
+    assert (again.success_rate, again.n_observations) == (0.8, 17)
+    assert again == fact_to_msg(changed)
+
+
+def test_only_the_most_recently_served_rows_are_kept():
+    messages = FactMessages(capacity=3)
+    rows = [row(i, 0.5, i + 1) for i in range(5)]
+    kept = messages.of(rows[0])
+    for fact in rows[1:3]:
+        messages.of(fact)
+    assert messages.of(rows[0]) is kept  # served again: the most recent now
+    for fact in rows[3:]:
+        messages.of(fact)
+    assert len(messages) == 3
+    assert messages.of(rows[0]) is kept  # still among the three most recent
+    assert messages.of(rows[1]) == fact_to_msg(rows[1])  # evicted: made again, right
+
+
+def test_consultation_ids_are_32_hex_digits_and_never_repeat():
+    ids, other = ConsultationIds(), ConsultationIds()
+    made = [ids.next() for _ in range(1000)] + [other.next() for _ in range(1000)]
+    assert all(re.fullmatch(r"[0-9a-f]{32}", i) for i in made)
+    assert len(set(made)) == len(made)  # a second process's ids differ from the first's

@@ -118,7 +118,25 @@ def migrate_store(store, stamp_ns: int | None = None) -> MigrationReport:
             report.migration_event_ids.append(event.id)
     report.events_verified_after = _verify_all(
         store, "after (the migration broke a chain; restore the backup)")
+    _give_back_space(store)
     return report
+
+
+def _give_back_space(store) -> None:
+    """SQLite: rewrite the file without the pages the old tables left free, so the store
+    is as small as schema 5 makes it (the growth guard counts the file) rather than the
+    size it had plus a copy. Best effort: another process holding the store open makes
+    it wait, then skip; those pages are reused by the next appends anyway."""
+    if store.engine.dialect.name != "sqlite":
+        return
+    raw = store.engine.raw_connection()
+    try:
+        raw.driver_connection.isolation_level = None  # VACUUM runs outside a transaction
+        raw.driver_connection.execute("VACUUM")
+    except Exception:  # busy or locked by another process: the space is reused later
+        pass
+    finally:
+        raw.close()
 
 
 def _chain_of(conn, identity: str) -> int:

@@ -305,6 +305,8 @@ def test_an_older_store_gets_the_rollups_appending_would_have_written(tmp_path, 
                                        ).scalars().all()
     assert "ix_result_values_group" not in indexes
     assert "ix_events_identity_kind_seq" not in indexes
+    with closing(sqlite3.connect(path)) as raw:  # compacted: no page the old tables left
+        assert raw.execute("PRAGMA freelist_count").fetchone() == (0,)
     assert {"ix_events_identity_kind_seq_other", "ix_result_facets_chain_seq"} <= set(indexes)
     migrated = rollup_rows(f"sqlite:///{path}")
     assert migrated == rollup_rows(f"sqlite:///{current}")

@@ -37,8 +37,8 @@ def cli_seconds(*args: str) -> float:
 
 
 def in_process(url: str) -> dict:
-    from robot_memory.report import build_report
-    from robot_memory.report_data import read_report_data
+    from robot_memory.report.page import build_report
+    from robot_memory.report.data import read_report_data
     from robot_memory.store import MemoryStore
     partition = MemoryStore(url).partition(IDENTITY)
     started = time.perf_counter()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rosbags.rosbag2 import StoragePlugin, Writer
 
-from robot_memory.bag_reading import EXECUTION_RESULT_TYPE, make_typestore
+from robot_memory.bags.reading import EXECUTION_RESULT_TYPE, make_typestore
 
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 

@@ -12,7 +12,7 @@ from robot_memory.errors import InputError
 
 
 def cmd_export(args) -> int:
-    from robot_memory.bundle import export_bundle
+    from robot_memory.evidence.bundle import export_bundle
     report = export_bundle(partition_from_args(args), Path(args.out), rules_config_from_args(args),
                            Path(args.manifest) if args.manifest else None)
     print(f"bundle written to {report.out}: {report.events} events, {report.facts} facts, "
@@ -22,7 +22,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_verify_bundle(args) -> int:
-    from robot_memory.bundle import verify_bundle
+    from robot_memory.evidence.bundle import verify_bundle
     if not Path(args.dir).is_dir():
         raise InputError("DIR", "no_bundle", f"{args.dir}: not a directory")
     verdict = verify_bundle(Path(args.dir))
@@ -35,7 +35,7 @@ def cmd_verify_bundle(args) -> int:
 
 
 def cmd_import_bundle(args) -> int:
-    from robot_memory.bundle import import_bundle
+    from robot_memory.evidence.bundle import import_bundle
     from robot_memory.store import MemoryStore
     partition, passes = import_bundle(Path(args.dir), MemoryStore(args.db))
     seq, head = partition.head()
@@ -51,7 +51,7 @@ REPORT_NODES = ("consolidator", "episodic_logger")
 def cmd_report(args) -> int:
     from robot_memory.growth import GrowthGuard
     from robot_memory.parameters import node_settings
-    from robot_memory.report import build_report
+    from robot_memory.report.page import build_report
     try:
         logger = node_settings("episodic_logger", parse_overrides(args.param, REPORT_NODES))
     except ValueError as exc:

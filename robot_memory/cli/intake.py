@@ -90,8 +90,8 @@ def cmd_ingest(args) -> int:
 
 
 def cmd_import_bag(args) -> int:
-    from robot_memory.bag_mapping import load_mapping
-    from robot_memory.bags import import_bag
+    from robot_memory.bags.mapping import load_mapping
+    from robot_memory.bags.importing import import_bag
     partition = partition_from_args(args)
     # A bag or mapping file that cannot be read raises an InputError (one line, exit 3).
     mapping = load_mapping(Path(args.map)) if args.map else None

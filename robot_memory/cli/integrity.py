@@ -51,7 +51,7 @@ def _verify_archives(args, identity: str | None) -> bool:
 def _verify_witness(args, identity: str | None) -> bool:
     """Does the chain still extend the newest checkpoint signed in the witness file?"""
     from robot_memory.store import MemoryStore
-    from robot_memory.witness import load_public_key, verify_witness
+    from robot_memory.evidence.witness import load_public_key, verify_witness
     public_key = load_public_key(args.public_key)
     store = MemoryStore(args.db)
     try:
@@ -69,7 +69,7 @@ def _verify_witness(args, identity: str | None) -> bool:
 
 
 def cmd_keygen(args) -> int:
-    from robot_memory.witness import generate_key_pair, key_id, load_public_key
+    from robot_memory.evidence.witness import generate_key_pair, key_id, load_public_key
     private_path, public_path = generate_key_pair(args.out)
     print(f"private key {private_path} (mode 0600), public key {public_path} "
           f"(key id {key_id(load_public_key(public_path))})")
@@ -78,7 +78,7 @@ def cmd_keygen(args) -> int:
 
 def cmd_checkpoint(args) -> int:
 
-    from robot_memory.witness import checkpoint_head, load_private_key
+    from robot_memory.evidence.witness import checkpoint_head, load_private_key
     key = load_private_key(args.key)
     partition = partition_from_args(args)
     try:

@@ -14,7 +14,7 @@ from std_msgs.msg import String
 
 from robot_memory.ros.qos import CHECKPOINT_QOS
 from robot_memory.store import MemoryStore
-from robot_memory.witness import CheckpointWitness, SignedCheckpoint, WitnessError
+from robot_memory.evidence.witness import CheckpointWitness, SignedCheckpoint, WitnessError
 
 
 class CheckpointSigner:

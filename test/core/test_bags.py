@@ -9,9 +9,9 @@ import pytest
 from bag_files import result_msg, write_bag
 
 from robot_memory.errors import InputError
-from robot_memory.bag_mapping import MappingError, load_mapping
-from robot_memory.bag_reading import make_typestore
-from robot_memory.bags import import_bag
+from robot_memory.bags.mapping import MappingError, load_mapping
+from robot_memory.bags.reading import make_typestore
+from robot_memory.bags.importing import import_bag
 from robot_memory.event_kinds import EXECUTION_RESULT, IMPORT, PRIVACY_REJECTION
 from robot_memory.manifest import load_manifest
 from robot_memory.store import MemoryStore

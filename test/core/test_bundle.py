@@ -10,7 +10,7 @@ import pytest
 from helpers import result_event, varied_events
 
 from robot_memory.errors import InputError
-from robot_memory.bundle import (
+from robot_memory.evidence.bundle import (
     EVENTS,
     FACTS,
     INFO,

@@ -227,7 +227,7 @@ def places(tmp_path_factory):
             sys.stdin.read()  # hold the lock until the test closes our stdin
         """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "holding"
-    from robot_memory.witness import generate_key_pair
+    from robot_memory.evidence.witness import generate_key_pair
     key, _public = generate_key_pair(root / "checkpoint_key")
     yield {"db": f"sqlite:///{db}", "manifest": str(manifest), "jsonl": str(jsonl),
            "key": str(key), "witness": str(root / "witness.jsonl"),

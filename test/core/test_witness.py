@@ -17,9 +17,9 @@ from helpers import recompute_chain_from
 
 from robot_memory.errors import InputError
 from robot_memory.store import MemoryStore, NewEvent, check_store
-from robot_memory.witness import (WitnessError, checkpoint_head, generate_key_pair,
-                                  load_private_key, load_public_key, read_witness,
-                                  verify_witness)
+from robot_memory.evidence.witness import (WitnessError, checkpoint_head, generate_key_pair,
+                                           load_private_key, load_public_key, read_witness,
+                                           verify_witness)
 
 A, B = "a" * 64, "b" * 64
 
@@ -157,7 +157,7 @@ def test_an_empty_witness_is_not_a_pass(db_url, keys, tmp_path):
 WRITER = textwrap.dedent("""
     import sys, time
     from robot_memory.store import MemoryStore, NewEvent
-    from robot_memory.witness import checkpoint_head, load_private_key
+    from robot_memory.evidence.witness import checkpoint_head, load_private_key
     store = MemoryStore(sys.argv[1])
     part, key = store.partition("a" * 64), load_private_key(sys.argv[2])
     i = 0

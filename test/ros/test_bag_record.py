@@ -13,8 +13,8 @@ from rclpy.node import Node
 from robot_memory.msg import ExecutionResult
 from rosbags.rosbag2 import StoragePlugin, Writer
 
-from robot_memory.bag_reading import EXECUTION_RESULT_TYPE, make_typestore
-from robot_memory.bags import import_bag
+from robot_memory.bags.reading import EXECUTION_RESULT_TYPE, make_typestore
+from robot_memory.bags.importing import import_bag
 from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.ros.qos import EXECUTION_RESULTS_QOS
 from robot_memory.store import MemoryStore

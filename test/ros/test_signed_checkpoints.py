@@ -15,7 +15,7 @@ from std_msgs.msg import String
 from robot_memory.bringup import Stack
 from robot_memory.msg import IdentityStatus
 from robot_memory.ros.qos import CHECKPOINT_QOS, DIAGNOSTICS_QOS
-from robot_memory.witness import generate_key_pair
+from robot_memory.evidence.witness import generate_key_pair
 from ros.conftest import wait_until
 
 

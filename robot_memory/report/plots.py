@@ -12,7 +12,7 @@ matplotlib.use("Agg")  # no display, no GUI toolkit
 import matplotlib.pyplot as plt  # noqa: E402
 
 from robot_memory.consolidation.stats import wilson_interval  # noqa: E402
-from robot_memory.report_data import Outcomes, StatusChange  # noqa: E402
+from robot_memory.report.data import Outcomes, StatusChange  # noqa: E402
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies; never the only cue.
 BLUE, ORANGE, GREEN, VERMILION, PURPLE, GREY = ("#0072B2", "#E69F00", "#009E73", "#D55E00",

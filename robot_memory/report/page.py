@@ -16,8 +16,8 @@ from typing import Any
 
 from robot_memory.consolidation import RulesConfig
 from robot_memory.growth import GrowthGuard
-from robot_memory.report_data import ReportData, promotion_changes, read_report_data
-from robot_memory.report_plots import (
+from robot_memory.report.data import ReportData, promotion_changes, read_report_data
+from robot_memory.report.plots import (
     consultation_figure,
     parameter_figure,
     rate_figure,

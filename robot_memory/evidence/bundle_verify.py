@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from robot_memory.bundle_format import (
+from robot_memory.evidence.bundle_format import (
     CONSULTATIONS,
     EVENT_KEYS,
     EVENTS,

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from robot_memory.bag_mapping import Mapping
-from robot_memory.bag_reading import (
+from robot_memory.bags.mapping import Mapping
+from robot_memory.bags.reading import (
     EXECUTION_RESULT_TYPE,
     BagContents,
     BagError,

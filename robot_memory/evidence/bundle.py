@@ -1,5 +1,5 @@
 """Evidence bundles: one identity's memory as plain files a reviewer can check offline
-(the files: robot_memory.bundle_format; the offline check: robot_memory.bundle_verify).
+(the files: bundle_format.py; the offline check: bundle_verify.py, both beside this one).
 
 `export_bundle` writes one from a store; `import_bundle` loads a verified bundle into a
 fresh store and re-runs the consolidation passes where the log says they ran, so the
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from robot_memory.bundle_format import (
+from robot_memory.evidence.bundle_format import (
     CONSULTATIONS,
     EVENTS,
     FACTS,
@@ -32,7 +32,7 @@ from robot_memory.bundle_format import (
     rules_config_json,
     write_sums,
 )
-from robot_memory.bundle_verify import BundleVerdict, verify_bundle
+from robot_memory.evidence.bundle_verify import BundleVerdict, verify_bundle
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import (
     RULE_VERSION,

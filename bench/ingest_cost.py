@@ -80,7 +80,9 @@ def written_rows(url: str) -> dict[str, list[tuple]]:
     with store.read() as conn:
         rows = {table: conn.execute(text(
                     f"SELECT {', '.join(columns)} FROM {table} "
-                    f"ORDER BY {'rowid' if table == 'result_values' else 'seq'}")).all()
+                    # result_values is kept in its key's order (no rowid)
+                    f"ORDER BY {'event_id, source, name' if table == 'result_values' else 'seq'}"
+                    )).all()
                 for table, (_, columns) in _TABLES.items()}
         combos = conn.execute(text("SELECT * FROM result_combos ORDER BY combo_id")).all()
     store.close()

@@ -9,7 +9,12 @@ and `echo_ground` requests with the same content and times each round trip. Goal
 (docs/design.md): ground p99 <= 1.5x echo p99. Also times GroundingIndex.lookup alone, in
 process. This process only orchestrates; it does not touch ROS.
 
-    python -m bench.grounding_latency [--events N] [--facts M] [--requests R]
+With --tails it then measures the tails under a robot's real load: p50 and p99 of
+`ground` against the echo in both process modes (four processes, and all four nodes in
+one), with results arriving at each of --tail-rates and passes running. Goal: each at
+most 1.1x the echo (`tails` in the result).
+
+    python -m bench.grounding_latency [--events N] [--facts M] [--requests R] [--tails]
                                       [--out bench/results/grounding_latency.json]
 """
 
@@ -35,6 +40,7 @@ from robot_memory.grounding import GroundingIndex, GroundingRequest
 from robot_memory.store import MemoryStore
 
 TARGET_RATIO = 1.5
+TAIL_RATIO = 1.1  # p50 and p99 of ground over the echo's, under load, in both modes
 WARM_UP = 50
 
 
@@ -120,7 +126,8 @@ def stop_helper(process: subprocess.Popen, grace_s: float = 0.0) -> None:
 
 
 @contextmanager
-def running_system(url: str, events: int, facts: int, load_rate: float, log):
+def running_system(url: str, events: int, facts: int, load_rate: float, log,
+                   one_process: bool = False):
     """The stack, the echo service and (if load_rate > 0) the load publisher; stopped by
     their own PIDs on the way out. Yields the helpers, to check they outlived the run."""
     stack = Stack({"database_url": url, "manifest_path": str(MANIFEST),
@@ -132,7 +139,7 @@ def running_system(url: str, events: int, facts: int, load_rate: float, log):
                    "retain_events": 0,
                    # A 10^6-event store is far past the default growth guard.
                    "growth_limit_mb": 0.0, "hard_limit_mb": 0.0},
-                  log_level="warn").start(stdout=log, stderr=log)
+                  log_level="warn", one_process=one_process).start(stdout=log, stderr=log)
     helpers = {"echo": start_helper("bench.echo_grounding_server", log=log)}
     if load_rate > 0:
         helpers["load"] = start_helper("bench.load_publisher", "--rate", str(load_rate),
@@ -164,24 +171,47 @@ def exited(stack: Stack, helpers: dict[str, subprocess.Popen]) -> dict[str, int]
                                  if process.poll() is not None}}
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(args: argparse.Namespace, load_rate: float | None = None, one_process: bool = False,
+        lookups: bool = True) -> dict:
+    """One measurement on a fresh copy of the store (each run changes it: the load)."""
     keys = KeySpace.for_facts(args.facts)
     cached = cached_store(args.events, args.facts)
+    load_rate = args.load_rate if load_rate is None else load_rate
     with tempfile.TemporaryDirectory(prefix="bench_grounding_") as scratch:
         url = working_copy(cached, Path(scratch))
-        alone = lookup_alone(url, keys, args.lookups)
+        alone = lookup_alone(url, keys, args.lookups) if lookups else None
         with nodes_log(Path(scratch) / "nodes.log") as log:
-            with running_system(url, args.events, args.facts, args.load_rate,
-                                log) as (stack, helpers):
+            with running_system(url, args.events, args.facts, load_rate, log,
+                                one_process) as (stack, helpers):
                 measured = measure(keys, args.requests, lambda: store_activity(url),
                                    Path(scratch), log)
                 if exited(stack, helpers):
                     raise RuntimeError(f"processes exited during the run: "
                                        f"{exited(stack, helpers)}")
         facts_in_store = len(MemoryStore(url).partition(IDENTITY).facts())
-    return {"events": args.events, "facts_requested": args.facts,
-            "facts_in_store": facts_in_store, "load_rate_per_s": args.load_rate, **measured,
-            "lookup_alone": alone}
+    result = {"events": args.events, "facts_requested": args.facts,
+              "facts_in_store": facts_in_store, "load_rate_per_s": load_rate, **measured}
+    return {**result, "lookup_alone": alone} if alone is not None else result
+
+
+def tails(args: argparse.Namespace) -> dict:
+    """p50 and p99 of ground over the echo's in both process modes at each load rate."""
+    found = {}
+    for mode, one_process in (("four_processes", False), ("one_process", True)):
+        for rate in args.tail_rates:
+            measured = run(args, load_rate=rate, one_process=one_process, lookups=False)
+            ground, echo = measured["ground"], measured["echo"]
+            ratios = {f"{q}_ratio": round(ground[f"{q}_ms"] / echo[f"{q}_ms"], 3)
+                      for q in ("p50", "p99")}
+            found.setdefault(mode, {})[str(int(rate))] = {
+                **ratios, "ground": ground, "echo": echo,
+                "during_measurement": measured["during_measurement"],
+                "within_1_1x": all(r <= TAIL_RATIO for r in ratios.values())}
+            print(f"  tails {mode} at {rate:g}/s: p50 {ratios['p50_ratio']}x, "
+                  f"p99 {ratios['p99_ratio']}x the echo", flush=True)
+    return {"goal_ratio": TAIL_RATIO, "modes": found,
+            "meets_goal": all(cell["within_1_1x"] for cells in found.values()
+                              for cell in cells.values())}
 
 
 def with_verdict(result: dict) -> dict:
@@ -198,6 +228,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--load-rate", type=float, default=200.0,
                         help="execution results per second during the run (0: no load)")
     parser.add_argument("--lookups", type=int, default=100_000)
+    parser.add_argument("--tails", action="store_true",
+                        help="also p50/p99 in both process modes at each --tail-rates")
+    parser.add_argument("--tail-rates", type=lambda text: [float(r) for r in text.split(",")],
+                        default=[200.0, 1000.0])
     parser.add_argument("--out")
     return parser.parse_args()
 
@@ -206,6 +240,8 @@ def main() -> None:
     args = parse_args()
     isolate_ros_traffic()
     result = with_verdict(run(args))
+    if args.tails:
+        result["tails"] = tails(args)
     path = write_result("grounding_latency", result, args.out)
     ground, echo, alone = result["ground"], result["echo"], result["lookup_alone"]
     print(f"{result['events']} events, {result['facts_in_store']} facts, load "

@@ -16,7 +16,7 @@ from pathlib import Path
 from bench.stats import RESULTS
 
 MODEST = {"consolidation_pass": ["--trials", "3"],
-          "grounding_latency": ["--requests", "1000"],
+          "grounding_latency": ["--requests", "1000", "--tails"],
           "boot_check": ["--trials", "2"],
           "report": ["--trials", "3"],
           "ingest": [],

@@ -2,7 +2,8 @@
 
 With N events and ~M facts in the store, the real stack running (verifier, logger,
 consolidator, grounding server as processes), a do-nothing `echo_ground` service of the
-same type (bench.echo_grounding_server) and a publisher feeding results at a steady rate
+same type that sends back the same payload `ground` answers with, built once
+(bench.echo_grounding_server) and a publisher feeding results at a steady rate
 (bench.load_publisher: the logger ingests, the consolidator runs passes whose deltas the
 grounding server applies), a client process (bench.grounding_client) alternates `ground`
 and `echo_ground` requests with the same content and times each round trip. Goal
@@ -140,7 +141,11 @@ def running_system(url: str, events: int, facts: int, load_rate: float, log,
                    # A 10^6-event store is far past the default growth guard.
                    "growth_limit_mb": 0.0, "hard_limit_mb": 0.0},
                   log_level="warn", one_process=one_process).start(stdout=log, stderr=log)
-    helpers = {"echo": start_helper("bench.echo_grounding_server", log=log)}
+    skill, target, environment = KeySpace.for_facts(facts).request_key()
+    # The echo answers with what `ground` answers for the key the client asks about.
+    helpers = {"echo": start_helper("bench.echo_grounding_server", "--db", url, "--identity",
+                                    IDENTITY, "--skill", skill, "--target", target,
+                                    "--environment", environment, log=log)}
     if load_rate > 0:
         helpers["load"] = start_helper("bench.load_publisher", "--rate", str(load_rate),
                                        "--facts", str(facts), "--start", str(events),

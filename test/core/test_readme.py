@@ -141,7 +141,7 @@ def test_readme_key_figures_are_the_benchmark_files():
     rows = {line.split("|")[1].strip(): line for line in README.splitlines()
             if line.startswith("| ") and line.count("|") == 4}
     ground = _result("grounding_latency")
-    assert f"| {ground['p99_ratio']}x a do-nothing service |" in rows[
+    assert f"| {ground['p99_ratio']}x a same-payload echo |" in rows[
         "`ground` p99, 10^6 events and 10^4 facts stored, under load"]
     ingest = _result("ingest")
     assert f"| {ingest['cpu_budget_at_1000']['live_cores']} core |" in rows[
@@ -217,6 +217,11 @@ def test_performance_page_pass_and_latency_figures_are_the_benchmark_files():
     assert f"{passes['incremental']['over_full_pass']}x the full pass" in text
     ground = _result("grounding_latency")
     assert f"p99 ratio of {ground['p99_ratio']} (goal <= 1.5: **met**)" in text
+    for cells in ground["tails"]["modes"].values():
+        for cell in cells.values():
+            assert (f"| {cell['ground']['p50_ms']} / {cell['echo']['p50_ms']} ms | "
+                    f"{cell['p50_ratio']}x | {cell['ground']['p99_ms']} / "
+                    f"{cell['echo']['p99_ms']} ms | {cell['p99_ratio']}x |") in PERFORMANCE
     sidecar = _result("sidecar_memory")
     assert f"**met**, at {sidecar['one_process']['total_peak_mb']} MB" in text
 

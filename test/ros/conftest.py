@@ -157,17 +157,19 @@ def one_process():
 @pytest.fixture
 def start_stack(tmp_path, namespace, manifest_file, certified_hash, db_url, one_process):
     """start_stack(**parameter_overrides) -> Stack; logs go to tmp_path/stack.log. The
-    stack runs in one process when the test is parametrized with one_process=True."""
+    stack runs in one process when the test is parametrized with one_process=True;
+    nodes=[...] starts just those node processes."""
     stacks = []
 
     def start(use_sim_time: bool = False, own_process_group: bool = False,
-              **overrides) -> Stack:
+              nodes: list[str] | None = None, **overrides) -> Stack:
         settings = {"database_url": db_url, "manifest_path": str(manifest_file),
                     "certified_hash": certified_hash, "period_s": 0.5,
                     "diagnostics_period_s": 0.2, **overrides}
         log = open(tmp_path / "stack.log", "ab")
         stack = Stack(settings, use_sim_time=use_sim_time, namespace=namespace,
-                      one_process=one_process, own_process_group=own_process_group)
+                      one_process=one_process, own_process_group=own_process_group,
+                      **({"nodes": list(nodes)} if nodes else {}))
         stack.log_path = tmp_path / "stack.log"
         stacks.append((stack.start(stdout=log, stderr=log), log))
         return stack

@@ -82,16 +82,21 @@ def test_resume_cannot_override_a_failed_identity(probe, start_stack):
     assert lifecycle_state(probe, "consolidator") == State.PRIMARY_STATE_UNCONFIGURED
 
 
+def shut_down_and_see_the_process_exit(probe, stack, node: str) -> None:
+    """`ros2 lifecycle set /<node> shutdown` on an active node; its process exits with 0."""
+    wait_active(probe, node)
+    answer = probe.call(ChangeState, f"{node}/change_state", ChangeState.Request(
+        transition=Transition(id=Transition.TRANSITION_ACTIVE_SHUTDOWN)))
+    assert answer.success
+    assert stack.process_of(node).wait(15) == 0
+
+
 def test_a_finalized_node_exits_and_manage_nodes_says_so_until_it_is_respawned(
         probe, start_stack):
     """`ros2 lifecycle set /consolidator shutdown`: finalized is for good, so the process
     exits cleanly (a respawn can bring it back); until then RESUME and STARTUP fail."""
     stack = start_stack()
-    wait_active(probe, "consolidator")
-    answer = probe.call(ChangeState, "consolidator/change_state", ChangeState.Request(
-        transition=Transition(id=Transition.TRANSITION_ACTIVE_SHUTDOWN)))
-    assert answer.success
-    assert stack.process_of("consolidator").wait(15) == 0
+    shut_down_and_see_the_process_exit(probe, stack, "consolidator")
     for command in (ManageNodes.Request.RESUME, ManageNodes.Request.STARTUP):
         refused = manage(probe, command, "consolidator")
         assert not refused.success and "consolidator" in refused.message, refused.message
@@ -105,8 +110,4 @@ def test_a_finalized_node_exits_and_manage_nodes_says_so_until_it_is_respawned(
 @pytest.mark.parametrize("one_process", [True], ids=["one_process"])
 def test_in_one_process_a_finalized_node_ends_the_process_cleanly(probe, start_stack):
     stack = start_stack()
-    wait_active(probe, "grounding_server")
-    answer = probe.call(ChangeState, "grounding_server/change_state", ChangeState.Request(
-        transition=Transition(id=Transition.TRANSITION_ACTIVE_SHUTDOWN)))
-    assert answer.success
-    assert stack.process_of("grounding_server").wait(15) == 0
+    shut_down_and_see_the_process_exit(probe, stack, "grounding_server")

@@ -12,34 +12,14 @@ from rcl_interfaces.srv import GetParameters, ListParameters
 
 from conftest import wait_until
 
-from robot_memory.bringup import Stack
 from robot_memory.store import MemoryStore
 
 pytestmark = pytest.mark.ros
 
 
-@pytest.fixture
-def start_nodes(tmp_path, namespace, manifest_file, certified_hash, db_url):
-    """start_nodes(*names) -> Stack of just those node processes (logs in tmp_path)."""
-    stacks = []
-
-    def start(*names: str) -> Stack:
-        settings = {"database_url": db_url, "manifest_path": str(manifest_file),
-                    "certified_hash": certified_hash, "period_s": 0.5}
-        log = open(tmp_path / "nodes.log", "ab")
-        stack = Stack(settings, namespace=namespace, nodes=list(names))
-        stacks.append((stack.start(stdout=log, stderr=log), log))
-        return stack
-
-    yield start
-    for stack, log in stacks:
-        stack.stop()
-        log.close()
-
-
-def test_every_parameter_can_be_read_and_dumped_with_its_default(start_nodes, probe):
+def test_every_parameter_can_be_read_and_dumped_with_its_default(start_stack, probe):
     """What `ros2 param get /episodic_logger result_topics` and `ros2 param dump` ask."""
-    start_nodes("episodic_logger")
+    start_stack(nodes=["episodic_logger"])
     node = f"/{probe.namespace}/episodic_logger"
     got = probe.call(GetParameters, f"{node}/get_parameters",
                      GetParameters.Request(names=["result_topics"]))
@@ -60,11 +40,11 @@ def _node_names(probe) -> set[str]:
             if ns == f"/{probe.namespace}"}
 
 
-def test_a_clean_exit_leaves_the_graph_at_once(start_nodes, probe):
+def test_a_clean_exit_leaves_the_graph_at_once(start_stack, probe):
     """After Ctrl-C, `ros2 node list` no longer shows the nodes: each process leaves the
     graph as it exits, not when its peers' lease (about 20 s) runs out."""
     nodes = ["manifest_verifier", "episodic_logger", "consolidator", "grounding_server"]
-    stack = start_nodes(*nodes)
+    stack = start_stack(nodes=nodes)
     wait_until(lambda: _node_names(probe) >= set(nodes), 30, "the four nodes on the graph")
     for process in stack.processes.values():
         process.send_signal(signal.SIGINT)
@@ -95,10 +75,10 @@ def test_a_node_started_without_a_database_url_keeps_its_store_under_ros_home(
 
 
 def test_an_inactive_servers_answer_names_no_consultation_it_did_not_audit(
-        start_nodes, probe, db_url):
+        start_stack, probe, db_url):
     """Every consultation_id names an audit record: inactive (no verifier here), the server
     audits nothing, so its answer carries none."""
-    start_nodes("grounding_server")
+    start_stack(nodes=["grounding_server"])
     assert probe.grounding.wait_for_service(30)
     answer = probe.grounding.query("manipulation.grasp", "glass_cup")
     assert answer.status == "IDENTITY_UNVERIFIED"

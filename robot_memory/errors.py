@@ -16,7 +16,7 @@ reads). `str(error)` is the one line the command line prints.
     │   ├── records.InvalidRecord                 an execution result, field by field
     │   ├── consolidation.override_records.OverrideError  an override that cannot be recorded
     │   ├── explain.FactNotFound                  no such fact for this identity
-    │   ├── witness.WitnessError                  a signing key or witness file unusable
+    │   ├── evidence.witness.WitnessError         a signing key or witness file unusable
     │   ├── store.roles.RoleError                 a role name or identity the fleet store refuses
     │   ├── consolidation.rules.SkipRecord        (internal: a rule skips a record)
     │   └── ingest.Refused                        (internal: a result the logger refused)
@@ -28,7 +28,7 @@ reads). `str(error)` is the one line the command line prints.
     │   └── StoreIntegrityError           exit 6  the file or a chain cannot be trusted
     │       ├── store.integrity.StoreCorrupted
     │       ├── segments.SegmentError       an archive segment unwritable, unreadable or damaged
-    │       └── witness.WitnessLineError    a witness line edited, unsigned or another robot's
+    │       └── evidence.witness.WitnessLineError  an edited, unsigned or foreign witness line
     └── ConsolidationError                exit 7  a pass refused to run
         ├── consolidation.ConsolidationConfigError  time_bucket_s is not the store's
         └── consolidation.ConcurrentPass          another pass committed first (retry)

@@ -191,6 +191,15 @@ def test_performance_page_ingest_figures_are_the_benchmark_file():
     assert f"**{cores} core, goal 0.1 {'met' if met else 'missed'}" in _words(PERFORMANCE)
 
 
+def test_performance_page_jazzy_ingest_figures_are_the_benchmark_file():
+    result = _result("ingest_jazzy")
+    text = _words(PERFORMANCE)
+    rates = [r for mode in result["modes"].values() for r in mode["rates"]]
+    assert f"stored / no-op {min(r['stored_vs_noop'] for r in rates)} at every rate" in text
+    assert f"the logger {result['cpu_budget_at_1000']['live_cores']} core at 1,000/s" in text
+    assert result["machine"]["python"].startswith("3.12")  # a Jazzy run
+
+
 def test_performance_page_hostile_input_figures_are_the_benchmark_file():
     result = _result("hostile_input")
     for mode, m in result["modes"].items():

@@ -149,25 +149,27 @@ class EventLog:
         self._forget_if_rolled_back(conn, seq, prev)
         inserted = self._combos.inserted
         first_seq, ident = seq + 1, self.identity_hash
-        rows, kept, checked = [], [], []
+        # rows as the driver takes them, the hashes as the store keeps them (schema.Digest:
+        # bytes, each converted once); links: the same hashes as hex, for the caller
+        rows, links, kept, checked = [], [], [], []
+        fromhex, prev_stored = bytes.fromhex, bytes.fromhex(prev)
         for kind, payload, stamp_ns, as_decoded, checked_result in new_events:
             seq += 1
             # A decoded payload is plain data: the same bytes, from orjson when it is there.
             payload_json = (plain_canonical_json(payload) if as_decoded
                             else canonical_json(payload))
             digest = _digest_of_canonical(prev, ident, seq, kind, stamp_ns, payload_json)
-            rows.append((ident, seq, kind, int(stamp_ns), payload_json, prev, digest))
+            stored = fromhex(digest)
+            rows.append((ident, seq, kind, int(stamp_ns), payload_json, prev_stored, stored))
+            links.append((prev, digest))
             # Decoded once from the stored bytes (unless it is that already): the facets
             # and the returned events read it.
             kept.append(payload if as_decoded else json.loads(payload_json))
             checked.append(checked_result)
-            prev = digest
+            prev, prev_stored = digest, stored
         if not rows:
             return []
-        # The hashes as the store keeps them (schema.Digest), in the driver's own rows.
-        fromhex = bytes.fromhex
-        insert_rows(conn, events, _EVENT_COLUMNS,
-                    [(*row[:5], fromhex(row[5]), fromhex(row[6])) for row in rows])
+        insert_rows(conn, events, _EVENT_COLUMNS, rows)
         mark = placeholder(conn)
         # Plain driver statements: the same few per batch, without SQLAlchemy's per-call
         # statement building (a good part of a small batch's cost).
@@ -185,8 +187,8 @@ class EventLog:
         roll_up_blocks(conn, chain, self.store.rollup, (first_seq - 1) // block, seq // block)
         if self._combos.inserted != inserted:
             self._combos_added_at = (seq, prev)
-        return [(ids[row[1]], row[1], row[2], row[3], payload, row[5], row[6])
-                for row, payload in zip(rows, kept)]
+        return [(ids[row[1]], row[1], row[2], row[3], payload, *link)
+                for row, payload, link in zip(rows, kept, links)]
 
     def _forget_if_rolled_back(self, conn: Connection, head_seq: int, head_hash: str) -> None:
         """Drop the combination ids an append inserted and cached if its transaction was

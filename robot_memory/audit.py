@@ -12,6 +12,7 @@ import queue
 import threading
 from typing import Any
 
+from robot_memory import priors
 from robot_memory.analogies import audit_entries
 from robot_memory.grounding import GroundingAnswer
 from robot_memory.store import NewEvent, Partition
@@ -29,8 +30,9 @@ def consultation_payload(consultation_id: str, requester: str, intent_id: str,
     """The fact_consultation record of one answer: who asked what, and what was served.
     The robot's own facts are listed in `facts`; facts lent by analogy only under
     `analogies` (with the known target, distance and properties compared), so no reader
-    of the log can take them for knowledge of the asked target. A record without
-    analogies is what it was before analogies existed."""
+    of the log can take them for knowledge of the asked target; fleet priors only under
+    `priors` (whose facts, with their counts, and the blend served). A record without
+    analogies or priors is what it was before they existed."""
     payload = {"consultation_id": consultation_id, "requester": requester,
                "intent_id": intent_id, "status": answer.status,
                "reason_code": answer.reason_code, "query": query,
@@ -38,6 +40,8 @@ def consultation_payload(consultation_id: str, requester: str, intent_id: str,
                           "rule_version": f.rule_version} for f in answer.facts]}
     if answer.analogies:
         payload["analogies"] = audit_entries(answer.analogies)
+    if answer.priors:
+        payload["priors"] = priors.audit_entries(answer.priors)
     return payload
 
 

@@ -19,12 +19,15 @@ from robot_memory.analogies import (PROPERTY_KIND, QUERY_SOURCE_FACT, QUERY_SOUR
                                     Analogy, AnalogySettings, KnownProperties)
 from robot_memory.consolidation.rules import (FACT_KINDS, STATUS_ACTIVE, STATUS_CANDIDATE,
                                               STATUS_CONTESTED)
+from robot_memory.priors import EMPTY_PRIORS, PRIOR_KIND, Prior, PriorIndex, blend
 from robot_memory.request_limits import MAX_TARGET_PROPERTIES
 from robot_memory.store import FactRow
 
 # ANALOGY: no fact of the robot's own, the facts of similar known targets instead (only
 # for a request that allows analogies; never OK, so never taken for the robot's own).
-OK, ABSTAIN, IDENTITY_UNVERIFIED, INVALID_REQUEST, ANALOGY = 0, 1, 2, 3, 4
+# PRIOR: no servable fact of the robot's own, the fleet's facts of this very target
+# instead (only for a request that allows priors; docs/priors.md).
+OK, ABSTAIN, IDENTITY_UNVERIFIED, INVALID_REQUEST, ANALOGY, PRIOR = 0, 1, 2, 3, 4, 5
 REASON_NO_FACT = "no_fact"
 REASON_NO_CLOSE_CASE = "no_close_case"
 REASON_ONLY_CANDIDATES = "only_candidates"
@@ -59,19 +62,23 @@ class GroundingRequest:
     # (name, value) measured on target_class, e.g. (("mass_kg", 0.31),).
     target_properties: tuple[tuple[str, float], ...] = ()
     max_analogies: int = 0  # 0 = the server's AnalogySettings.k
+    # Serve the facts of robots of the same embodiment as priors (docs/priors.md).
+    allow_priors: bool = False
 
 
 @dataclass(frozen=True)
 class GroundingAnswer:
     """OK with facts, ANALOGY with lent facts in `analogies` (and the asked target's own
-    context facts in `facts`), or ABSTAIN / INVALID_REQUEST / IDENTITY_UNVERIFIED with a
-    reason."""
+    context facts in `facts`), PRIOR with the fleet's evidence in `priors`, or ABSTAIN /
+    INVALID_REQUEST / IDENTITY_UNVERIFIED with a reason. An OK answer to a request that
+    allows priors carries them in `priors` too, blended with the robot's own counts."""
 
     status: int
     reason_code: str = ""
     reason: str = ""
     facts: tuple[FactRow, ...] = field(default_factory=tuple)
     analogies: tuple[Analogy, ...] = field(default_factory=tuple)
+    priors: tuple[Prior, ...] = field(default_factory=tuple)
 
 
 def invalid(field_name: str, why: str) -> GroundingAnswer:
@@ -240,15 +247,23 @@ class GroundingIndex:
         return sorted((f for found in lists for f in found), key=_rank)
 
     def lookup(self, req: GroundingRequest,
-               analogies: AnalogySettings = DEFAULT_ANALOGY_SETTINGS) -> GroundingAnswer:
+               analogies: AnalogySettings = DEFAULT_ANALOGY_SETTINGS,
+               priors: PriorIndex = EMPTY_PRIORS) -> GroundingAnswer:
         """Answer from the index alone (no I/O): the request's problems as
         INVALID_REQUEST, else OK with ranked active facts or ABSTAIN with why; for a
-        request that allows analogies, ABSTAIN no_fact about a target becomes ANALOGY
-        or ABSTAIN no_close_case. Never raises for a request: bad input is an answer."""
+        request that allows priors, the fleet's evidence of the same target rides along
+        an OK and turns ABSTAIN no_fact or only_candidates into PRIOR; for a request that
+        allows analogies, ABSTAIN no_fact about a target becomes ANALOGY or ABSTAIN
+        no_close_case. Never raises for a request: bad input is an answer."""
         problem = validate_request(req)
         if problem is not None:
             return problem
         answer = self._own_answer(req)
+        if req.allow_priors and priors.size and _asks_for_skill_facts(req) and \
+                (not req.fact_kinds or PRIOR_KIND in req.fact_kinds):
+            with_priors = self._with_priors(req, answer, priors)
+            if with_priors is not None:
+                return with_priors
         if req.allow_analogies and answer.reason_code == REASON_NO_FACT and \
                 req.target_class and _asks_for_skill_facts(req):
             return self._analogy_answer(req, answer, analogies)
@@ -297,6 +312,38 @@ class GroundingIndex:
         facts = sorted(confident + context, key=_rank) if context else confident
         return GroundingAnswer(OK, reason=f"not served: {note}" if note else "",
                                facts=tuple(facts[:limit]))
+
+    def _with_priors(self, req: GroundingRequest, own: GroundingAnswer,
+                     priors: PriorIndex) -> GroundingAnswer | None:
+        """`own` with the priors matching the request, or None when none match or the
+        robot's own evidence rules them out (contested, or below the asked confidence:
+        its own word, not a gap a prior may fill)."""
+        if own.status != OK and own.reason_code not in (REASON_NO_FACT, REASON_ONLY_CANDIDATES):
+            return None
+        keys = priors.keys_for(req.skill_id, req.target_class, req.environment)
+        if not keys:
+            return None
+        limit = req.max_results or DEFAULT_MAX_RESULTS
+        served = tuple(blend(key, priors.sources(key), self._own_rate_fact(key),
+                             priors.settings) for key in keys[:limit])
+        if own.status == OK:
+            return replace(own, priors=served)
+        robots = len({s.identity_hash for prior in served for s in prior.sources})
+        return GroundingAnswer(PRIOR, own.reason_code,
+                               f"{own.reason}; priors from {robots} robot(s) of the same "
+                               "embodiment (not this robot's evidence)", own.facts,
+                               priors=served)
+
+    def _own_rate_fact(self, key: tuple[str, str, str]) -> FactRow | None:
+        """This robot's skill_success_rate fact of (skill, target, environment), whatever
+        its status."""
+        skill, target, environment = key
+        for fact in self._lists.get(("skill_target", skill, target), ()):
+            facets = self._facets[(fact.kind, fact.key)]
+            if fact.kind == PRIOR_KIND and facets.target_class == target and \
+                    (facets.environment or "") == environment:
+                return fact
+        return None
 
     def _analogy_answer(self, req: GroundingRequest, own: GroundingAnswer,
                         settings: AnalogySettings) -> GroundingAnswer:

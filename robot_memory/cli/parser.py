@@ -161,6 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "to its identity"))
     q.add_argument("--role", required=True)
     q.add_argument("--password-file", help="file holding the role's password")
+    q = with_store(actions.add_parser("add-priors-reader", help="a login role reading, as "
+                                      "priors, the facts of the robots of the same embodiment "
+                                      "(docs/priors.md)"))
+    q.add_argument("--role", required=True)
+    q.add_argument("--password-file", help="file holding the role's password")
     q = actions.add_parser("add-analyst", help="a login role reading every robot's rows")
     q.add_argument("--db", required=True, help="URL connecting as the owner role")
     q.add_argument("--role", required=True)

@@ -22,8 +22,10 @@ def cmd_db(args) -> int:
     from robot_memory.store.roles import (
         RoleError,
         add_analyst_role,
+        add_priors_reader,
         add_robot_role,
         init_security,
+        register_embodiment,
         security_statements,
     )
     if args.action == "init" and args.print_sql:
@@ -39,6 +41,17 @@ def cmd_db(args) -> int:
                 identity = identity_from_args(args)
                 add_robot_role(conn, args.role, identity, password_from_args(args))
                 done = f"robot role {args.role} reads and writes identity {identity} only"
+                if args.manifest:
+                    done += _registered(conn, args.manifest, register_embodiment)
+            elif args.action == "add-priors-reader":
+                if not args.manifest:
+                    raise CommandError("add-priors-reader needs --manifest: the robot's "
+                                       "embodiment is read from it")
+                identity = identity_from_args(args)
+                embodiment = _registered(conn, args.manifest, register_embodiment)
+                add_priors_reader(conn, args.role, identity, password_from_args(args))
+                done = (f"priors reader {args.role} reads the facts of identity {identity}'s "
+                        f"siblings{embodiment}")
             else:
                 add_analyst_role(conn, args.role, password_from_args(args))
                 done = f"analytics role {args.role} reads every robot's rows"
@@ -50,6 +63,14 @@ def cmd_db(args) -> int:
         store.close()
     print(done)
     return 0
+
+
+def _registered(conn, manifest_path: str, register) -> str:
+    """Register the manifest's embodiment for its identity; say so."""
+    from robot_memory.manifest import load_manifest
+    manifest = load_manifest(manifest_path)
+    register(conn, manifest.identity_hash(), manifest.agent_id, manifest.embodiment)
+    return f"; embodiment {manifest.embodiment!r} registered"
 
 
 def cmd_migrate(args) -> int:

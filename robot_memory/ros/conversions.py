@@ -11,7 +11,9 @@ from robot_memory.grounding import GroundingRequest
 from rclpy.serialization import deserialize_message
 
 from robot_memory.msg import Analogy as AnalogyMsg
-from robot_memory.msg import AnalogyProperty, ExecutionResult, KeyValue, SemanticFact
+from robot_memory.msg import AnalogyProperty, ExecutionResult, KeyValue, PriorSource, SemanticFact
+from robot_memory.msg import Prior as PriorMsg
+from robot_memory.priors import Prior
 from robot_memory.records import (ExecutionRecord, InvalidRecord, message_fields,
                                   record_from_message)
 from robot_memory.result_cdr import MAX_RESULT_BYTES, result_fields_from_cdr
@@ -103,7 +105,8 @@ def grounding_request_from_msg(request) -> GroundingRequest:
                             allow_analogies=bool(request.allow_analogies),
                             target_properties=tuple((kv.key, float(kv.value))
                                                     for kv in request.target_properties),
-                            max_analogies=int(request.max_analogies))
+                            max_analogies=int(request.max_analogies),
+                            allow_priors=bool(request.allow_priors))
 
 
 def analogy_to_msg(analogy: Analogy) -> AnalogyMsg:
@@ -115,4 +118,18 @@ def analogy_to_msg(analogy: Analogy) -> AnalogyMsg:
                                       scale=float(p.scale.value), scale_source=p.scale.source)
                       for p in analogy.properties]
     msg.facts = [fact_to_msg(f) for f in analogy.facts]
+    return msg
+
+
+def prior_to_msg(prior: Prior) -> PriorMsg:
+    msg = PriorMsg(skill_id=prior.skill_id, target_class=prior.target_class,
+                   environment=prior.environment, prior_n=prior.prior_n,
+                   prior_successes=prior.prior_successes,
+                   prior_weight=float(prior.prior_weight), own_n=prior.own_n,
+                   own_successes=prior.own_successes,
+                   blended_success_rate=float(prior.blended_success_rate),
+                   own_share=float(prior.own_share))
+    msg.sources = [PriorSource(identity_hash=s.identity_hash, agent_id=s.agent_id,
+                               origin=s.origin, fact=fact_to_msg(s.fact))
+                   for s in prior.sources]
     return msg

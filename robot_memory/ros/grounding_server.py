@@ -6,7 +6,9 @@ assignment. A delta that does not follow the run the index reflects means one wa
 missed: the index is reloaded from the store (off the request path). No database query
 happens on the request path; every consultation is audited by a background writer.
 Requests that allow analogies may be answered ANALOGY from the same index
-(docs/analogies.md; parameters analogies_enabled, analogy_max_distance, analogy_k).
+(docs/analogies.md; parameters analogies_enabled, analogy_max_distance, analogy_k), and
+requests that allow priors get the fleet's evidence, read from priors_sources when the
+node activates (docs/priors.md).
 """
 
 from __future__ import annotations
@@ -25,11 +27,16 @@ from robot_memory.consolidation.checkpoint import read_checkpoint
 from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory import request_limits
 from robot_memory.request_limits import clipped, over_limit
-from robot_memory.grounding import (ANALOGY, IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
-                                    GroundingAnswer, GroundingIndex, invalid)
+from robot_memory.errors import InputError
+from robot_memory.grounding import (ANALOGY, IDENTITY_UNVERIFIED, PRIOR,
+                                    REASON_IDENTITY_UNVERIFIED, GroundingAnswer, GroundingIndex,
+                                    invalid)
+from robot_memory.manifest import load_manifest
+from robot_memory.priors import EMPTY_PRIORS, PriorIndex, PriorSettings
+from robot_memory.priors_sources import load_priors
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import (analogy_to_msg, fact_from_msg, fact_to_msg,
-                                          grounding_request_from_msg)
+                                          grounding_request_from_msg, prior_to_msg)
 from robot_memory.ros.diagnostics import OK as DIAG_OK
 from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
 from robot_memory.ros.fact_messages import ConsultationIds, FactMessages
@@ -67,6 +74,9 @@ class GroundingServer(ManagedMemoryNode):
         self.audit: AuditWriter | None = None
         self.answers = 0
         self.analogy_answers = 0  # answered ANALOGY: facts lent, not the robot's own
+        self.prior_answers = 0  # answered PRIOR: the fleet's evidence, not the robot's own
+        self.priors = EMPTY_PRIORS
+        self.priors_refused: list[str] = []  # why each refused priors source was refused
         self.refused_requests = 0  # over a field's size limit (request_limits)
         self._index_lock = threading.Lock()  # one writer of self.index at a time
         self._fact_messages = FactMessages()  # the `ground` handler's own
@@ -96,8 +106,36 @@ class GroundingServer(ManagedMemoryNode):
         self.partition = partition
         self.audit = AuditWriter(partition, self.params["audit_queue_size"],
                                  self.params["audit_flush_period_s"])
+        self.priors = self._load_priors(identity_hash)
         self._reload()
         self.get_logger().info(f"serving 'ground' from {self.index.size} facts")
+
+    def _load_priors(self, identity_hash: str) -> PriorIndex:
+        """The fleet's facts from priors_sources, each source checked against this
+        robot's embodiment, read from the manifest the verifier verified."""
+        settings = PriorSettings(max_weight=self.params["prior_max_weight"])
+        sources = list(self.params["priors_sources"])
+        self.priors_refused = []
+        priors = PriorIndex((), settings)
+        if not sources:
+            return priors
+        try:
+            manifest = load_manifest(self.gate.manifest_path)
+            if manifest.identity_hash() != identity_hash:
+                raise InputError(f"manifest {self.gate.manifest_path} no longer hashes to "
+                                 f"the verified identity {identity_hash}")
+        except InputError as exc:
+            self.priors_refused = [f"every priors source: this robot's embodiment is "
+                                   f"unknown: {exc}"]
+        else:
+            loaded = load_priors(sources, identity_hash, manifest.embodiment)
+            self.priors_refused = loaded.refused
+            priors = PriorIndex(loaded.facts, settings)
+            self.get_logger().info(f"priors: {priors.size} facts of {len(priors.identities)} "
+                                   f"robot(s) of embodiment {manifest.embodiment!r}")
+        for why in self.priors_refused:
+            self.get_logger().error(f"priors source refused: {why}")
+        return priors
 
     def stop(self) -> None:
         self.index = None
@@ -150,16 +188,20 @@ class GroundingServer(ManagedMemoryNode):
             answer = GroundingAnswer(IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
                                      self.inactive_reason)
         else:
-            answer = index.lookup(grounding_request_from_msg(request), self.analogy_settings)
+            answer = index.lookup(grounding_request_from_msg(request), self.analogy_settings,
+                                  self.priors)
         if index is not None:
             response.identity_hash = index.identity_hash
         response.status, response.reason_code, response.reason = (
             answer.status, answer.reason_code, answer.reason)
         response.facts = [self._fact_messages.of(f) for f in answer.facts]
         response.analogies = [analogy_to_msg(a) for a in answer.analogies]
+        response.priors = [prior_to_msg(p) for p in answer.priors]
         self.answers += 1
         if answer.status == ANALOGY:
             self.analogy_answers += 1
+        elif answer.status == PRIOR:
+            self.prior_answers += 1
         if audit is not None:
             text = (lambda name: clipped(getattr(request, name), request_limits.GROUND[name])) \
                 if too_long else (lambda name: getattr(request, name))
@@ -171,6 +213,8 @@ class GroundingServer(ManagedMemoryNode):
                              target_properties=[] if too_long else [
                                  [kv.key, audited_number(kv.value)]
                                  for kv in request.target_properties])
+            if request.allow_priors:
+                query["allow_priors"] = True
             audit.submit(NewEvent(FACT_CONSULTATION, consultation_payload(
                 response.consultation_id, text("requester"), text("intent_id"), query, answer),
                 self.get_clock().now().nanoseconds))
@@ -226,6 +270,8 @@ class GroundingServer(ManagedMemoryNode):
         except Exception as exc:  # a store outage: the next period tries again
             self.get_logger().warning(f"could not read the checkpoint: {exc}")
         values = {"answers": self.answers, "analogy_answers": self.analogy_answers,
+                  "prior_answers": self.prior_answers, "prior_facts": self.priors.size,
+                  "priors_refused_sources": len(self.priors_refused),
                   "identity_hash": self.gate.identity_hash or "",
                   "index_facts": self.index.size if self.index else 0,
                   "index_run_event_id": self.run_event_id, "index_reloads": self.reloads,
@@ -234,10 +280,12 @@ class GroundingServer(ManagedMemoryNode):
             values.update({"audit_written": self.audit.written, "audit_queue": self.audit.depth,
                            "audit_overflowed": self.audit.overflowed})
         level = DIAG_OK if self.index is not None and not (self.audit and self.audit.overflowed) \
-            else WARN
+            and not self.priors_refused else WARN
         message = "serving" if self.index is not None else f"inactive: {self.inactive_reason}"
         if self.audit and self.audit.overflowed:
             message += f"; {self.audit.overflowed} consultation audit records overflowed"
+        if self.priors_refused:
+            message += f"; {len(self.priors_refused)} priors source(s) refused (see the log)"
         self.diagnostics.publish(level, message, values)
 
     def close(self) -> None:

@@ -12,6 +12,11 @@ Three kinds of role:
   hand-written SQL (a session setting would let the client choose). The tables keyed by
   chain number (`chain_id`) are limited to the chains of those identities.
 - `robot_memory_analytics` (no login), granted to analysts: SELECT across robots.
+- `robot_memory_priors` (no login), granted to a robot's priors reader: SELECT on
+  `semantic_facts` alone, and row-level security limits it to the identities whose
+  registered embodiment (`robot_embodiments`, owner-written from the manifests) is that
+  of the identity the reader is mapped to. It never reads events, consultations or any
+  other table (docs/priors.md).
 
 The tables that get row-level security are found from the schema metadata, so a table
 added later gets it at the next `db init` without being listed here.
@@ -28,6 +33,15 @@ from robot_memory.store.schema import metadata
 
 RUNTIME_ROLE = "robot_memory_runtime"
 ANALYTICS_ROLE = "robot_memory_analytics"
+PRIORS_ROLE = "robot_memory_priors"
+EMBODIMENTS_TABLE = "robot_embodiments"
+PRIORS_READ_POLICY = "robot_memory_priors_read"
+PRIORS_TABLE = "semantic_facts"  # the only table a priors reader may read
+# Runs as the owner (SECURITY DEFINER), so the policies below can ask which embodiments
+# the calling role's mapped identities declare without the caller reading robot_roles.
+EMBODIMENTS_OF = "robot_memory_embodiments_of"
+_SAME_EMBODIMENT = (f"identity_hash IN (SELECT identity_hash FROM {EMBODIMENTS_TABLE} "
+                    f"WHERE embodiment IN (SELECT {EMBODIMENTS_OF}(current_user::text)))")
 ROBOT_ROLES_TABLE = "robot_roles"
 OWN_ROWS_POLICY = "robot_memory_own_rows"
 FLEET_READ_POLICY = "robot_memory_fleet_read"
@@ -97,6 +111,7 @@ def security_statements() -> list[str]:
         f"CREATE POLICY {FLEET_READ_POLICY} ON {ROBOT_ROLES_TABLE} FOR SELECT "
         f"TO {ANALYTICS_ROLE} USING (true)",
     ]
+    statements += _priors_statements()
     for table in metadata.sorted_tables:
         name = table.name
         statements += [
@@ -115,8 +130,38 @@ def security_statements() -> list[str]:
             f"CREATE POLICY {FLEET_READ_POLICY} ON {name} FOR SELECT TO {ANALYTICS_ROLE} "
             "USING (true)",
         ]
-    statements.append(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {RUNTIME_ROLE}")
+    statements += [
+        f"GRANT SELECT ON {PRIORS_TABLE} TO {PRIORS_ROLE}",
+        f"DROP POLICY IF EXISTS {PRIORS_READ_POLICY} ON {PRIORS_TABLE}",
+        f"CREATE POLICY {PRIORS_READ_POLICY} ON {PRIORS_TABLE} FOR SELECT TO {PRIORS_ROLE} "
+        f"USING ({_SAME_EMBODIMENT})",
+        f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {RUNTIME_ROLE}",
+    ]
     return statements
+
+
+def _priors_statements() -> list[str]:
+    """The embodiment register, its lookup function and who may read them."""
+    return [
+        f"CREATE TABLE IF NOT EXISTS {EMBODIMENTS_TABLE} (identity_hash varchar(64) PRIMARY "
+        "KEY, agent_id text NOT NULL, embodiment text NOT NULL)",
+        f"REVOKE ALL ON {EMBODIMENTS_TABLE} FROM PUBLIC",
+        f"GRANT SELECT ON {EMBODIMENTS_TABLE} TO {PRIORS_ROLE}, {ANALYTICS_ROLE}",
+        f"ALTER TABLE {EMBODIMENTS_TABLE} ENABLE ROW LEVEL SECURITY",
+        f"CREATE OR REPLACE FUNCTION {EMBODIMENTS_OF}(role_name text) RETURNS SETOF text "
+        "LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$ "
+        f"SELECT e.embodiment FROM {EMBODIMENTS_TABLE} e JOIN {ROBOT_ROLES_TABLE} r "
+        "ON r.identity_hash = e.identity_hash WHERE r.role_name = $1 $$",
+        f"REVOKE ALL ON FUNCTION {EMBODIMENTS_OF}(text) FROM PUBLIC",
+        f"GRANT EXECUTE ON FUNCTION {EMBODIMENTS_OF}(text) TO {PRIORS_ROLE}",
+        f"DROP POLICY IF EXISTS {PRIORS_READ_POLICY} ON {EMBODIMENTS_TABLE}",
+        f"CREATE POLICY {PRIORS_READ_POLICY} ON {EMBODIMENTS_TABLE} FOR SELECT "
+        f"TO {PRIORS_ROLE} USING (embodiment IN "
+        f"(SELECT {EMBODIMENTS_OF}(current_user::text)))",
+        f"DROP POLICY IF EXISTS {FLEET_READ_POLICY} ON {EMBODIMENTS_TABLE}",
+        f"CREATE POLICY {FLEET_READ_POLICY} ON {EMBODIMENTS_TABLE} FOR SELECT "
+        f"TO {ANALYTICS_ROLE} USING (true)",
+    ]
 
 
 def _check_postgresql(conn: Connection) -> None:
@@ -145,7 +190,7 @@ def init_security(conn: Connection) -> None:
     """Create the group roles, the robot map, the GRANTs and the row-level security.
     Run as the owner of the schema (after the tables exist)."""
     _check_postgresql(conn)
-    for role in (RUNTIME_ROLE, ANALYTICS_ROLE):
+    for role in (RUNTIME_ROLE, ANALYTICS_ROLE, PRIORS_ROLE):
         _create_role(conn, role, login=False, password=None)
     for statement in security_statements():
         conn.exec_driver_sql(statement)
@@ -163,6 +208,37 @@ def add_robot_role(conn: Connection, role: str, identity_hash: str,
     conn.execute(text(f"INSERT INTO {ROBOT_ROLES_TABLE} (role_name, identity_hash) "
                       "VALUES (:r, :i) ON CONFLICT (role_name) DO UPDATE "
                       "SET identity_hash = EXCLUDED.identity_hash"),
+                 {"r": role, "i": identity_hash})
+
+
+def register_embodiment(conn: Connection, identity_hash: str, agent_id: str,
+                        embodiment: str) -> None:
+    """Record the embodiment an identity's manifest declares (the caller hashed the
+    manifest): what decides whose facts a priors reader sees. An identity's manifest
+    never changes, so a second registration of it changes nothing."""
+    _check_postgresql(conn)
+    conn.execute(text(f"INSERT INTO {EMBODIMENTS_TABLE} (identity_hash, agent_id, embodiment) "
+                      "VALUES (:i, :a, :e) ON CONFLICT (identity_hash) DO NOTHING"),
+                 {"i": identity_hash, "a": agent_id, "e": embodiment})
+
+
+def add_priors_reader(conn: Connection, role: str, identity_hash: str,
+                      password: str | None = None) -> None:
+    """A login role that reads, as priors for the robot of `identity_hash`, the facts of
+    the other identities registered with the same embodiment, and nothing else. A robot's
+    own login role may be given it too, but never remapped to another identity."""
+    _check_postgresql(conn)
+    _check_role_name(role)
+    if not _HEX64.match(identity_hash):
+        raise RoleError(f"identity hash {identity_hash!r} is not 64 lower-case hex digits")
+    mapped = conn.execute(text(f"SELECT identity_hash FROM {ROBOT_ROLES_TABLE} "
+                               "WHERE role_name = :r"), {"r": role}).scalar()
+    if mapped is not None and mapped != identity_hash:
+        raise RoleError(f"role {role} is mapped to identity {mapped}, not {identity_hash}")
+    _create_role(conn, role, login=True, password=password)
+    conn.exec_driver_sql(f"GRANT {PRIORS_ROLE} TO {role}")
+    conn.execute(text(f"INSERT INTO {ROBOT_ROLES_TABLE} (role_name, identity_hash) "
+                      "VALUES (:r, :i) ON CONFLICT (role_name) DO NOTHING"),
                  {"r": role, "i": identity_hash})
 
 

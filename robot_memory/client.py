@@ -26,7 +26,8 @@ from robot_memory.srv import GroundingQuery
 STATUS_NAMES = {GroundingQuery.Response.OK: "OK", GroundingQuery.Response.ABSTAIN: "ABSTAIN",
                 GroundingQuery.Response.IDENTITY_UNVERIFIED: "IDENTITY_UNVERIFIED",
                 GroundingQuery.Response.INVALID_REQUEST: "INVALID_REQUEST",
-                GroundingQuery.Response.ANALOGY: "ANALOGY"}
+                GroundingQuery.Response.ANALOGY: "ANALOGY",
+                GroundingQuery.Response.PRIOR: "PRIOR"}
 REASON_TIMEOUT = "timeout"
 REASON_UNAVAILABLE = "service_unavailable"
 
@@ -43,11 +44,13 @@ class GroundingResult:
     facts: tuple = field(default_factory=tuple)
     # robot_memory/Analogy messages, with status ANALOGY only (ask with allow_analogies).
     analogies: tuple = field(default_factory=tuple)
+    # robot_memory/Prior messages, with status PRIOR, or beside OK (ask with allow_priors).
+    priors: tuple = field(default_factory=tuple)
 
     @property
     def ok(self) -> bool:
-        """True only for status OK (facts to use); ABSTAIN, ANALOGY and the rest are
-        False: an analogy is not this robot's knowledge of the target."""
+        """True only for status OK (facts to use); ABSTAIN, ANALOGY, PRIOR and the rest
+        are False: an analogy or a prior is not this robot's knowledge of the target."""
         return self.status == "OK"
 
 
@@ -69,10 +72,10 @@ class GroundingClient:
                     max_results: int = 0,
                     intent_id: str = "", allow_analogies: bool = False,
                     target_properties: dict[str, float] | None = None,
-                    max_analogies: int = 0):
+                    max_analogies: int = 0, allow_priors: bool = False):
         """Send a GroundingQuery and return rclpy's future (spin the node to complete it).
         `allow_analogies` with `target_properties` (e.g. {"mass_kg": 0.31}): see
-        docs/analogies.md."""
+        docs/analogies.md; `allow_priors`: docs/priors.md."""
         request = GroundingQuery.Request(
             skill_id=skill_id, target_class=target_class, environment=environment, zone=zone,
             fact_kinds=list(fact_kinds), min_confidence=float(min_confidence),
@@ -80,7 +83,7 @@ class GroundingClient:
             intent_id=intent_id, allow_analogies=bool(allow_analogies),
             target_properties=[KeyValue(key=k, value=float(v))
                                for k, v in (target_properties or {}).items()],
-            max_analogies=int(max_analogies))
+            max_analogies=int(max_analogies), allow_priors=bool(allow_priors))
         return self._client.call_async(request)
 
     def query(self, skill_id: str, target_class: str = "", environment: str = "",
@@ -104,7 +107,7 @@ class GroundingClient:
         return GroundingResult(STATUS_NAMES.get(response.status, str(response.status)),
                                response.reason_code, response.reason, response.identity_hash,
                                response.consultation_id, tuple(response.facts),
-                               tuple(response.analogies))
+                               tuple(response.analogies), tuple(response.priors))
 
 
 def _number(value: float) -> str:
@@ -164,3 +167,25 @@ def format_analogy_block(target_class: str, analogies) -> str:
                        f"{compared}: {lent}")
     return (f"no facts for this robot about {target_class}; similar known targets "
             f"(analogies, not knowledge of {target_class}): " + " | ".join(entries))
+
+
+def format_prior_block(target_class: str, priors) -> str:
+    """The priors of an answer as a prompt block that says whose they are, e.g.
+    'fleet priors for glass_cup (robots of the same embodiment, not this robot's
+    evidence): manipulation.grasp + glass_cup + sim_relaxed: blended_success_rate = 0.80
+    (fleet 16/20, own 0/0, own share 0.00); arm-01: recommended_force_n = 25'."""
+    if not priors:
+        return f"no fleet priors for {target_class}"
+    entries = []
+    for prior in priors:
+        head = (f"{prior.skill_id} + {prior.target_class} + {prior.environment}: "
+                f"blended_success_rate = {prior.blended_success_rate:.2f} (fleet "
+                f"{prior.prior_successes}/{prior.prior_n}, own {prior.own_successes}/"
+                f"{prior.own_n}, own share {prior.own_share:.2f})")
+        sources = "; ".join(
+            f"{source.agent_id or source.identity_hash[:12]}: " +
+            ", ".join(_describe(source.fact, json.loads(source.fact.value_json)))
+            for source in prior.sources)
+        entries.append(f"{head}; {sources}")
+    return (f"fleet priors for {target_class} (robots of the same embodiment, not this "
+            "robot's evidence): " + " | ".join(entries))

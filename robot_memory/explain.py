@@ -79,6 +79,13 @@ def _served_as(payload: dict[str, Any], kind_key: tuple[str, str]) -> str | None
     return None
 
 
+def _blended_with(payload: dict[str, Any], key: str) -> list[str]:
+    """The identities whose facts of the same key were served beside this one as fleet
+    priors (docs/priors.md), sorted."""
+    return sorted({source["identity_hash"] for prior in payload.get("priors", ())
+                   for source in prior.get("sources", ()) if source.get("key") == key})
+
+
 def explain_fact(partition: Partition, fact: FactRow,
                  archive_dir: Path | None = None) -> dict[str, Any]:
     """Provenance of a fact as plain data: its value, rule version and confidence, the
@@ -115,6 +122,9 @@ def explain_fact(partition: Partition, fact: FactRow,
             if served_as == SERVED_AS_ANALOGY:  # lent for another target: say which
                 entry.update(served_as=served_as,
                              for_target=payload.get("query", {}).get("target_class"))
+            blended = _blended_with(payload, fact.key)
+            if blended:  # served beside fleet priors of the same key: whose
+                entry["blended_with_priors_of"] = blended
             consultations.append(entry)
     return {"fact": {"id": fact.id, "kind": fact.kind, "key": fact.key, "status": fact.status,
                      "confidence": fact.confidence, "n_observations": fact.n_observations,
@@ -164,6 +174,10 @@ def format_explanation(explanation: dict[str, Any]) -> str:
 
 
 def _lent_note(consultation: dict[str, Any]) -> str:
-    if consultation.get("served_as") != SERVED_AS_ANALOGY:
-        return ""
-    return f", as an analogy for {consultation.get('for_target')}"
+    note = ""
+    if consultation.get("served_as") == SERVED_AS_ANALOGY:
+        note = f", as an analogy for {consultation.get('for_target')}"
+    blended = consultation.get("blended_with_priors_of")
+    if blended:
+        note += f", beside fleet priors of {len(blended)} robot(s)"
+    return note

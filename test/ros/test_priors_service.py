@@ -8,6 +8,7 @@ from robot_memory.consolidation import consolidation_pass
 from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory.evidence.bundle import export_bundle
 from robot_memory.manifest import load_manifest
+from robot_memory.srv import ExplainFact
 from robot_memory.store import MemoryStore
 
 from helpers import result_event
@@ -70,6 +71,12 @@ def test_ground_serves_a_siblings_facts_as_prior(probe, start_stack, tmp_path, m
     (prior,) = answer.priors
     assert (prior.own_n, prior.own_successes) == (4, 0)
     assert prior.blended_success_rate == round(7.5 / 14, 6)
+
+    def explained():
+        response = probe.call(ExplainFact, "explain", ExplainFact.Request(fact_id=own.fact_id))
+        return response if "beside fleet priors of 1 robot(s)" in \
+            response.explanation_text else None
+    wait_until(explained, 15, "the blended consultation in the explanation")
 
     wait_until(lambda: probe.diagnostics.get("grounding_server", {}).get(
         "priors_refused_sources") == "1", 20, "the refused source counted on /diagnostics")

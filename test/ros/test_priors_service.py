@@ -78,9 +78,9 @@ def test_ground_serves_a_siblings_facts_as_prior(probe, start_stack, tmp_path, m
             response.explanation_text else None
     wait_until(explained, 15, "the blended consultation in the explanation")
 
-    wait_until(lambda: probe.diagnostics.get("grounding_server", {}).get(
-        "priors_refused_sources") == "1", 20, "the refused source counted on /diagnostics")
-    assert probe.diagnostics["grounding_server"]["prior_answers"] == "1"
+    wait_until(lambda: (status := probe.diagnostics.get("grounding_server", {})).get(
+        "priors_refused_sources") == "1" and status.get("prior_answers") == "1",
+        20, "the refused source and the PRIOR answer counted on /diagnostics")
     part = MemoryStore(db_url).partition(certified_hash)
     audited = wait_until(lambda: [e.payload for e in part.events([FACT_CONSULTATION])
                                   if e.payload["intent_id"] == "pick-cup-1"],

@@ -325,3 +325,89 @@ def test_a_patched_property_table_equals_a_rebuilt_one():
 def test_a_value_near_the_float_limit_is_far_from_everything(index):
     answer = index.lookup(ask(mass=1e308), AnalogySettings(max_distance=1e6))
     assert (answer.status, answer.reason_code) == (ABSTAIN, "no_close_case")
+
+
+# -- several properties, some not measured on every target: the search against a
+# reference that follows the module docstring target by target ----------------------------
+
+def property_facts(measured: dict[str, dict[str, float]]) -> list[FactRow]:
+    return [_fact(i + 1, "object_property", f"{target} + {name}",
+                  {"target_class": target, "property": name, "n": 10, "mean": value,
+                   "band": {"median": value, "q1": value, "q3": value}})
+            for i, (target, name, value) in enumerate(
+                (t, n, v) for t, props in sorted(measured.items()) for n, v in props.items())]
+
+
+def reference_nearest(measured, query, max_distance):
+    """(target, distance, names compared) within max_distance, nearest first, ties by
+    target: one target at a time, in plain floats."""
+    names = sorted({name for props in measured.values() for name in props})
+    scales = {name: robust_scale(np.array([props[name] for props in measured.values()
+                                           if name in props])).value for name in names}
+    compared = [name for name in sorted(query) if name in scales]
+    found = []
+    for target, props in measured.items():
+        shared = [name for name in compared if name in props]
+        if not shared:
+            continue
+        total = 0.0
+        for name in shared:
+            z = (props[name] - query[name]) / scales[name]
+            total += z * z
+        distance = float(np.round(np.float64(math.sqrt(total / len(shared))), 9))
+        if distance <= max_distance:
+            found.append((distance, target, tuple(shared)))
+    return [(target, distance, shared) for distance, target, shared in sorted(found)]
+
+
+property_values = st.sampled_from([0.1, 0.2, 0.25, 0.3, 0.5, 1.0, 2.0, 7.5])
+measured_targets = st.dictionaries(
+    st.sampled_from([f"t{i:02d}" for i in range(25)]),
+    st.dictionaries(st.sampled_from(["height_m", "mass_kg", "width_m"]), property_values,
+                    min_size=1),
+    min_size=1, max_size=25)
+
+
+@settings(max_examples=200, deadline=None)
+@given(measured=measured_targets, data=st.data())
+def test_nearest_over_several_properties_equals_the_reference(measured, data):
+    query = data.draw(st.dictionaries(st.sampled_from(["height_m", "mass_kg", "width_m"]),
+                                      st.sampled_from([0.0, 0.2, 0.27, 0.4, 1.5, 3.0]),
+                                      min_size=1))
+    # Limits exactly at a distance found: whether a row is in must not depend on rounding.
+    at_a_distance = [d for _, d, _ in reference_nearest(measured, query, math.inf)]
+    max_distance = data.draw(st.sampled_from([0.0, 0.5, 1e6, *at_a_distance]))
+    known = KnownProperties(property_facts(measured))
+    found = [(n.target_class, n.distance, tuple(p.name for p in n.properties))
+             for n in known.nearest({name: (value, "request") for name, value in query.items()},
+                                    max_distance, exclude="")]
+    assert found == reference_nearest(measured, query, max_distance)
+
+
+def test_a_patch_that_only_moves_values_equals_a_rebuilt_table():
+    measured = {"a_cup": {"mass_kg": 0.1, "width_m": 0.05}, "b_cup": {"mass_kg": 0.3},
+                "c_cup": {"mass_kg": 0.6, "width_m": 0.08}, "d_cup": {"width_m": 0.2}}
+    facts = property_facts(measured)
+    by_key = {(f.kind, f.key): f for f in facts}
+    old = KnownProperties(facts)
+
+    def moved(key: str, median: float) -> FactRow:
+        fact = by_key[("object_property", key)]
+        band = {"median": median, "q1": median, "q3": median}
+        return replace(fact, parsed=None,
+                       value_json=canonical_json({**fact.value, "band": band}))
+
+    # The same targets measured on the same properties: only values move.
+    changed = [moved("b_cup + mass_kg", 0.35), moved("c_cup + width_m", 0.3)]
+    for fact in changed:
+        by_key[(fact.kind, fact.key)] = fact
+    patched, rebuilt = old.with_changes(changed), KnownProperties(by_key.values())
+    assert patched.targets is old.targets  # patched, not rebuilt
+    assert patched.targets == rebuilt.targets and patched.scales == rebuilt.scales
+    assert patched.scales != old.scales  # the moved values moved the scales
+    for name in rebuilt.columns:
+        assert np.array_equal(patched.columns[name], rebuilt.columns[name], equal_nan=True)
+    query = {"mass_kg": (0.32, "request"), "width_m": (0.1, "request")}
+    assert list(patched.nearest(query, 10.0, "")) == list(rebuilt.nearest(query, 10.0, ""))
+    assert old.properties_of("b_cup")["mass_kg"][0] == 0.3  # left as it was
+    assert old.columns["mass_kg"][1] == 0.3

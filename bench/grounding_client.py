@@ -5,8 +5,11 @@ on stdin (the parent notes the store's counters meanwhile), then alternates `gro
 and `echo_ground` requests with the same content, timing each round trip with
 perf_counter around call_async + a wait on an Event (the node spins in its own
 executor thread). Writes the samples as JSON to --out, then prints `done`.
+--allow-analogies and --property NAME=VALUE (repeatable) ask for analogies about a target
+measured so.
 
     python -m bench.grounding_client --skill S --target T --environment E --out FILE
+                                     [--allow-analogies --property mass_kg=0.42]
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from pathlib import Path
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 
+from robot_memory.msg import KeyValue
 from robot_memory.srv import GroundingQuery
 
 STARTUP_TIMEOUT_S = 180.0
 STATUS_NAMES = {GroundingQuery.Response.OK: "OK", GroundingQuery.Response.ABSTAIN: "ABSTAIN",
                 GroundingQuery.Response.IDENTITY_UNVERIFIED: "IDENTITY_UNVERIFIED",
-                GroundingQuery.Response.INVALID_REQUEST: "INVALID_REQUEST"}
+                GroundingQuery.Response.INVALID_REQUEST: "INVALID_REQUEST",
+                GroundingQuery.Response.ANALOGY: "ANALOGY"}
 
 
 def call(client, request, timeout_s: float = 5.0) -> tuple[float, GroundingQuery.Response]:
@@ -75,6 +80,12 @@ def interleaved(ground, echo, request, requests: int) -> dict:
             "ground_statuses": dict(statuses)}
 
 
+def measured_property(text: str) -> tuple[str, float]:
+    """NAME=VALUE, as --property takes it."""
+    name, _, value = text.partition("=")
+    return name, float(value)
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--skill", required=True)
@@ -83,6 +94,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--warm-up", type=int, default=50)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--allow-analogies", action="store_true")
+    parser.add_argument("--property", type=measured_property, action="append", default=[],
+                        help="NAME=VALUE measured on the target (target_properties)")
     return parser.parse_args()
 
 
@@ -97,7 +111,10 @@ def main() -> None:
         ground, echo = connect(node, "ground"), connect(node, "echo_ground")
         request = GroundingQuery.Request(skill_id=args.skill, target_class=args.target,
                                          environment=args.environment, requester="bench",
-                                         intent_id="bench")
+                                         intent_id="bench",
+                                         allow_analogies=args.allow_analogies,
+                                         target_properties=[KeyValue(key=name, value=value)
+                                                            for name, value in args.property])
         wait_until_serving(ground, request)
         interleaved(ground, echo, request, args.warm_up)
         print("ready", flush=True)

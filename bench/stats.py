@@ -51,7 +51,20 @@ def machine() -> dict:
 def write_result(name: str, result: dict, out: str | None = None) -> Path:
     path = Path(out) if out else RESULTS / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    result = {**result, "command": " ".join(["python", "-m", f"bench.{name}", *sys.argv[1:]]),
-              "machine": machine()}
+    result = {**result, "command": _command(name), "machine": machine()}
     path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def merge_result(name: str, key: str, part: dict, out: str | None = None) -> Path:
+    """Set `key` of an existing result file to `part`, the other keys kept as they are.
+    The part carries its own command and machine: the file's describe the other keys."""
+    path = Path(out) if out else RESULTS / f"{name}.json"
+    result = json.loads(path.read_text())
+    result[key] = {**part, "command": _command(name), "machine": machine()}
+    path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def _command(name: str) -> str:
+    return " ".join(["python", "-m", f"bench.{name}", *sys.argv[1:]])

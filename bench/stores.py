@@ -5,6 +5,10 @@ cycling over a key space sized so that one consolidation pass yields about `fact
 facts. Each key sees 70% successes, a few force values and a few measured masses, so
 every rule of v1 has work to do. Building goes through Partition.append_many, like the
 logger, so the hash chain is real.
+
+A spread key space (KeySpace(targets, spread=True), for analogies) measures two
+properties per target, spread so that nearly every target differs from every other; the
+default one measures one mass of 20 values, the shape every store was first built with.
 """
 
 from __future__ import annotations
@@ -43,6 +47,13 @@ APPEND_BATCH = 20_000
 # Facts one target yields: a success rate per skill and environment, a failure pattern
 # per skill (one failure reason) and one object property; zone_risk adds one per env.
 FACTS_PER_TARGET = len(SKILLS) * len(ENVIRONMENTS) + len(SKILLS) + 1
+# What a target of a spread key space is measured on: two properties give the
+# similar-case search more than one column to compare.
+SPREAD_PROPERTIES = ("mass_kg", "width_m")
+# Irrational steps: target t's values are frac(t x step), spread evenly over [0, 1) and
+# distinct for every t, without a random generator whose stream could change.
+SPREAD_STEPS = (0.6180339887498949, 0.4142135623730951)
+SPREAD_RANGES = ((0.05, 5.0), (0.02, 0.5))  # (low, width) of each property
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,9 @@ class KeySpace:
     """skill x target x environment combinations; event i goes to combination i % size."""
 
     targets: int
+    # True: SPREAD_PROPERTIES measured on each target (analogies); False: one mass of 20
+    # values, as every store built before (their events and cache names stay as they were).
+    spread: bool = False
 
     @classmethod
     def for_facts(cls, facts: int) -> KeySpace:
@@ -61,7 +75,8 @@ class KeySpace:
 
     @property
     def expected_facts(self) -> int:
-        return self.targets * FACTS_PER_TARGET + len(ENVIRONMENTS)
+        extra_properties = len(SPREAD_PROPERTIES) - 1 if self.spread else 0
+        return self.targets * (FACTS_PER_TARGET + extra_properties) + len(ENVIRONMENTS)
 
     def split(self, combo: int) -> tuple[str, int, str]:
         """(skill, target number, environment) of one combination."""
@@ -75,6 +90,21 @@ class KeySpace:
         return skill, f"object_{target}", environment
 
 
+def spread_properties(target: int) -> dict[str, float]:
+    """A spread key space's target: the value each property's object_property fact will
+    have as its median (the observations scatter around it, round by round)."""
+    return {name: round(low + width * ((target * step) % 1.0), 6)
+            for name, step, (low, width) in zip(SPREAD_PROPERTIES, SPREAD_STEPS, SPREAD_RANGES)}
+
+
+def observations(target: int, round_: int, keys: KeySpace) -> dict[str, float]:
+    """What a result measured: a few values around each property's centre, by round."""
+    jitter = (round_ % 5 - 2) / 100
+    if not keys.spread:
+        return {"mass_kg": 0.1 + (target % 20) / 10 + jitter}
+    return {name: centre * (1 + jitter) for name, centre in spread_properties(target).items()}
+
+
 def payload(i: int, keys: KeySpace) -> dict[str, Any]:
     """The i-th result. Each key's outcome cycles with the round (7 of 10 succeed), so
     every key gets successes and failures whatever the key-space size."""
@@ -83,7 +113,7 @@ def payload(i: int, keys: KeySpace) -> dict[str, Any]:
     success = (round_ * 7 + combo * 3) % 10 < 7
     return {"skill_id": skill, "target_class": f"object_{target}", "environment": environment,
             "zone": "", "parameters": {"force_n": 5.0 * (1 + (round_ + combo) % 6)},
-            "observations": {"mass_kg": 0.1 + (target % 20) / 10 + (round_ % 5 - 2) / 100},
+            "observations": observations(target, round_, keys),
             "success": success, "failure_reason": "" if success else FAILURE_REASON,
             "duration_s": 2.0 + (combo % 7) / 10, "intent_id": "", "notes": ""}
 
@@ -104,12 +134,16 @@ def append_results(url: str, start: int, count: int, keys: KeySpace) -> None:
     store.close()
 
 
-def cached_store(events: int, facts: int, consolidated: bool = True) -> Path:
+def cached_store(events: int, facts: int, consolidated: bool = True,
+                 spread_targets: int = 0) -> Path:
     """Path of a SQLite file holding `events` results over a key space of ~`facts` facts
-    (and, if consolidated, the facts of one pass over them); built if absent."""
+    (and, if consolidated, the facts of one pass over them); built if absent. With
+    spread_targets, the key space is KeySpace(spread_targets, spread=True) instead and
+    `facts` is ignored."""
     CACHE.mkdir(exist_ok=True)
+    shape = f"targets{spread_targets}_spread" if spread_targets else f"facts{facts}"
     # A consolidated store holds states as this code writes them (the layout in its name).
-    name = (f"{GENERATOR}_events{events}_facts{facts}"
+    name = (f"{GENERATOR}_events{events}_{shape}"
             f"{f'_consolidated_t{TIMELINE_LAYOUT}' if consolidated else ''}")
     path = CACHE / f"{name}.db"
     if path.exists():
@@ -120,12 +154,15 @@ def cached_store(events: int, facts: int, consolidated: bool = True) -> Path:
     started = time.perf_counter()
     url = f"sqlite:///{building}"
     if consolidated:  # the facts are a pass over the raw store: reuse it
-        shutil.copy(cached_store(events, facts, consolidated=False), building)
+        shutil.copy(cached_store(events, facts, consolidated=False,
+                                 spread_targets=spread_targets), building)
         store = MemoryStore(url)
         consolidation_pass(store.partition(IDENTITY))
         store.close()
     else:
-        append_results(url, 0, events, KeySpace.for_facts(facts))
+        keys = KeySpace(spread_targets, spread=True) if spread_targets else \
+            KeySpace.for_facts(facts)
+        append_results(url, 0, events, keys)
     _fold_wal(building)
     building.rename(path)
     print(f"built {path.name} in {time.perf_counter() - started:.0f} s", flush=True)

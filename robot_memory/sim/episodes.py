@@ -29,3 +29,19 @@ def episodes(seed: int, count: int) -> list[Episode]:
     physics = rng.integers(0, 2**31 - 1, count)
     return [Episode(i, names[t], int(p), EXPLORATION_FORCES_N[f])
             for i, (t, f, p) in enumerate(zip(targets, forces, physics))]
+
+
+def held_out_episodes(seed: int, segments: list[tuple[str, int]], first_number: int = 0
+                      ) -> list[Episode]:
+    """Objects the robot has not handled, one after another: `segments` is a list of
+    (target, episodes). Each episode's jitter and exploratory force come from the seed,
+    as in `episodes`; numbers continue from `first_number` (after the learning stream)."""
+    rng = np.random.default_rng(seed)
+    stream = []
+    for target, count in segments:
+        forces = rng.integers(0, len(EXPLORATION_FORCES_N), count)
+        physics = rng.integers(0, 2**31 - 1, count)
+        stream += [Episode(first_number + len(stream) + i, target, int(p),
+                           EXPLORATION_FORCES_N[f])
+                   for i, (f, p) in enumerate(zip(forces, physics))]
+    return stream

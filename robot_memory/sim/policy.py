@@ -14,6 +14,9 @@ import math
 from dataclasses import dataclass
 
 EXPLORE, EXPLOIT, SKIP = "explore", "exploit", "skip"
+BORROW = "borrow"  # explore with the force an analogy recommends
+ANALOGY = "ANALOGY"  # GroundingResult.status of an answer that lends other targets' facts
+ONLY_CANDIDATES = "only_candidates"  # the reason_code while the own facts are too few
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,7 @@ class Decision:
     action: str
     force_n: float = 0.0
     why: str = ""
+    lent_from: str = ""  # with BORROW: the known target whose force is borrowed
 
 
 @dataclass(frozen=True)
@@ -29,19 +33,46 @@ class PolicyConfig:
     min_evidence: int = 6
 
 
-def decide(answer, exploration_force_n: float, config: PolicyConfig = PolicyConfig()) -> Decision:
+def _recommended_force(fact) -> float | None:
+    recommended = {kv.key: kv.value for kv in fact.recommended_parameters}
+    force = recommended.get("force_n")
+    return force if force is not None and math.isfinite(force) else None
+
+
+def borrow(answer, exploration_force_n: float) -> Decision:
+    """An ANALOGY answer: explore with the recommended force of the nearest analogy that
+    has one (analogies come nearest first), else with the episode's own force. Never
+    SKIP and never EXPLOIT: nothing here is the robot's knowledge of this target."""
+    for analogy in answer.analogies:
+        for fact in analogy.facts:
+            if fact.kind == "skill_success_rate" and \
+                    (force := _recommended_force(fact)) is not None:
+                return Decision(BORROW, force, f"analogy {analogy.target_class} (distance "
+                                f"{analogy.distance:.2f}): its recommended force_n {force:g}",
+                                lent_from=analogy.target_class)
+    return Decision(EXPLORE, exploration_force_n, "analogies recommend no force")
+
+
+def decide(answer, exploration_force_n: float, config: PolicyConfig = PolicyConfig(),
+           lent: Decision | None = None) -> Decision:
     """`answer` is a GroundingResult (robot_memory.client); its facts are SemanticFact
-    messages (success_rate, n_observations, recommended_parameters)."""
+    messages (success_rate, n_observations, recommended_parameters). `lent`: the last
+    BORROW decision for this target, if any."""
+    if answer is not None and answer.status == ANALOGY:
+        return borrow(answer, exploration_force_n)
+    if lent is not None and lent.action == BORROW and answer is not None and \
+            answer.status == "ABSTAIN" and answer.reason_code == ONLY_CANDIDATES:
+        return Decision(BORROW, lent.force_n, f"{lent.why}, lent before (own facts still "
+                        "candidates)", lent_from=lent.lent_from)
     if answer is None or not answer.ok:
         reason = getattr(answer, "reason_code", "") or "no memory"
         return Decision(EXPLORE, exploration_force_n, f"memory abstains ({reason})")
     fact = next((f for f in answer.facts if f.kind == "skill_success_rate"), None)
     if fact is None:
         return Decision(EXPLORE, exploration_force_n, "no success-rate fact")
-    recommended = {kv.key: kv.value for kv in fact.recommended_parameters}
-    if "force_n" in recommended and math.isfinite(recommended["force_n"]):
-        return Decision(EXPLOIT, recommended["force_n"],
-                        f"recommended force_n {recommended['force_n']:g} "
+    force = _recommended_force(fact)
+    if force is not None:
+        return Decision(EXPLOIT, force, f"recommended force_n {force:g} "
                         f"(rate {fact.success_rate:.2f}, n {fact.n_observations})")
     if fact.success_rate < config.threshold and fact.n_observations >= config.min_evidence:
         return Decision(SKIP, 0.0, f"success rate {fact.success_rate:.2f} below "

@@ -36,7 +36,7 @@ from robot_memory.sim.episodes import Episode, episodes
 from robot_memory.sim.grasp_skill import GraspSkillNode
 from robot_memory.sim.planner import PlannerNode
 from robot_memory.sim.policy import SKIP
-from robot_memory.sim.sim_node import SimNode
+from robot_memory.sim.sim_node import SIM_START_S, SimNode
 
 EXAMPLE_MANIFEST = Path(__file__).resolve().parent.parent / "config" / "example_manifest.yaml"
 DEFAULT_SEED = 20260524
@@ -87,10 +87,11 @@ def run_episode(planner: PlannerNode, skill: GraspSkillNode, episode: Episode) -
 class Nodes:
     """The simulator, skill and planner nodes of one run, spun in a background thread."""
 
-    def __init__(self, use_memory: bool):
-        self.sim = SimNode()
+    def __init__(self, use_memory: bool, allow_analogies: bool = False,
+                 sim_start_s: float = SIM_START_S):
+        self.sim = SimNode(start_s=sim_start_s)
         self.skill = GraspSkillNode(self.sim, publish=use_memory)
-        self.planner = PlannerNode(use_memory)
+        self.planner = PlannerNode(use_memory, allow_analogies=allow_analogies)
         self.identity: IdentityStatus | None = None
         self.planner.create_subscription(IdentityStatus, "identity_status",
                                          lambda msg: setattr(self, "identity", msg),

@@ -43,6 +43,20 @@ OBJECTS = {
 }
 MAX_FORCE_N = 50.0
 
+# Held out of the closed loop (its episode stream draws from OBJECTS only); they appear in
+# the transfer experiments (robot_memory/sim/transfer.py) after OBJECTS are learned.
+# Three resemble a known object in weight and in the forces that hold them. The crystal
+# glass weighs what the glass cup weighs, but grips better and cracks at 18 N: 5-15 N
+# hold it, while the forces that hold the cup (15-30 N, the upper ones 20 N and more)
+# crack it.
+HELD_OUT = {
+    "glass_jar": ObjectSpec("glass_jar", 0.34, 0.13, 0.037, crack_force_n=36.0),
+    "tea_glass": ObjectSpec("tea_glass", 0.25, 0.11, 0.032, crack_force_n=31.0),
+    "stoneware_mug": ObjectSpec("stoneware_mug", 0.82, 0.33, 0.044),
+    "crystal_glass": ObjectSpec("crystal_glass", 0.30, 0.35, 0.035, crack_force_n=18.0),
+}
+ALL_OBJECTS = {**OBJECTS, **HELD_OUT}
+
 
 @dataclass(frozen=True)
 class GraspOutcome:
@@ -113,11 +127,37 @@ class GraspWorld:
         model.geom_friction[geom][0] = friction
         return model
 
-    def attempt(self, target: str, force_n: float, episode_seed: int) -> GraspOutcome:
-        spec = OBJECTS[target]
+    @staticmethod
+    def _episode(target: str, episode_seed: int) -> tuple[ObjectSpec, float, float]:
+        """The object and this episode's mass and friction."""
+        spec = ALL_OBJECTS[target]
         rng = np.random.default_rng(episode_seed)
         mass = spec.mass_kg * rng.uniform(0.9, 1.1)
         friction = spec.friction * rng.uniform(0.8, 1.2)
+        return spec, mass, friction
+
+    def weigh(self, target: str, episode_seed: int) -> float:
+        """What a scale in the table reads for this episode's object before the grasp: the
+        table's normal contact force on the resting object over g, in kg (3 decimals)."""
+        spec, mass, friction = self._episode(target, episode_seed)
+        model = self._model(spec, mass, friction)
+        data = mujoco.MjData(model)
+        table, obj = model.geom("table").id, model.geom("object").id
+        force_vec = np.zeros(6)
+        readings = []
+        for k in range(int(round(0.2 / TIMESTEP_S))):
+            mujoco.mj_step(model, data)
+            if k * TIMESTEP_S >= 0.1:  # settled
+                normal = 0.0
+                for i in range(data.ncon):
+                    if {data.contact[i].geom1, data.contact[i].geom2} == {table, obj}:
+                        mujoco.mj_contactForce(model, data, i, force_vec)
+                        normal += float(force_vec[0])
+                readings.append(normal)
+        return round(float(np.mean(readings)) / 9.81, 3)
+
+    def attempt(self, target: str, force_n: float, episode_seed: int) -> GraspOutcome:
+        spec, mass, friction = self._episode(target, episode_seed)
         model = self._model(spec, mass, friction)
         data = mujoco.MjData(model)
         force = float(np.clip(force_n, 0.0, MAX_FORCE_N))

@@ -45,6 +45,11 @@ class SimNode(Node):
             self._publish_clock()
             return outcome, self._sim_ns
 
+    def weigh(self, target: str, episode_seed: int) -> float:
+        """The table scale's reading of this episode's object (kg), before the grasp."""
+        with self._lock:
+            return self.world.weigh(target, episode_seed)
+
     def now_ns(self) -> int:
         with self._lock:
             return self._sim_ns

@@ -4,7 +4,7 @@ import math
 
 from robot_memory.client import GroundingResult
 from robot_memory.msg import KeyValue, SemanticFact
-from robot_memory.sim.policy import EXPLOIT, EXPLORE, SKIP, PolicyConfig, decide
+from robot_memory.sim.policy import BORROW, EXPLOIT, EXPLORE, SKIP, PolicyConfig, decide
 
 
 def answer(rate, n, force=None):
@@ -33,3 +33,30 @@ def test_skips_below_threshold_once_enough_attempts_found_nothing_that_works():
 def test_nan_recommendation_is_not_used():
     decision = decide(answer(0.0, 2, force=math.nan), 10.0)
     assert decision.action == EXPLORE and decision.force_n == 10.0
+
+
+def analogy_answer(*cases):
+    from robot_memory.msg import Analogy
+    return GroundingResult("ANALOGY", "no_fact", analogies=tuple(
+        Analogy(target_class=target, distance=distance, facts=[answer(rate, n, force).facts[0]])
+        for target, distance, rate, n, force in cases))
+
+
+def test_an_analogy_is_borrowed_never_known():
+    # The nearest analogy with a recommended force lends it; never EXPLOIT, never SKIP.
+    decision = decide(analogy_answer(("glass_cup", 0.1, 0.9, 20, 27.5),
+                                     ("heavy_mug", 0.3, 0.9, 20, 32.5)), 5.0)
+    assert (decision.action, decision.force_n, decision.lent_from) == \
+        (BORROW, 27.5, "glass_cup")
+    # A lent fact that would make the robot skip its own target does not here.
+    decision = decide(analogy_answer(("unknown_object", 0.1, 0.0, 20, None)), 15.0)
+    assert (decision.action, decision.force_n) == (EXPLORE, 15.0)
+
+
+def test_the_lent_force_is_kept_only_while_own_facts_are_candidates():
+    lent = decide(analogy_answer(("glass_cup", 0.1, 0.9, 20, 27.5)), 5.0)
+    candidates = GroundingResult("ABSTAIN", "only_candidates")
+    assert decide(candidates, 5.0, lent=lent).force_n == 27.5
+    assert decide(GroundingResult("ABSTAIN", "no_fact"), 5.0, lent=lent).action == EXPLORE
+    own = decide(answer(0.0, 6), 5.0, lent=lent)  # its own fact answers: the rule is its own
+    assert own.action == SKIP

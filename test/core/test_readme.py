@@ -280,3 +280,54 @@ def test_performance_page_lifetime_figures_are_the_benchmark_file():
         in glance
     for goal, met in result["goals"].items():
         assert isinstance(met, bool), goal
+
+
+def _transfer_figures() -> dict[str, str]:
+    """The figures of bench/results/sim_transfer.json the README and docs/validation.md
+    quote, as they are written there."""
+    result = _result("sim_transfer")
+    similar = result["experiments"]["analogies"]
+    effect = similar["effect"]
+    saved = effect["saved_per_episode"]
+    misleading = result["misleading"]["analogies"]
+    ((target, arms),) = misleading["per_object"].items()
+    own = {t: a["with"]["episode_own_fact_first_served"]
+           for t, a in similar["per_object"].items()}
+    reduction = effect["reduction"] * 100
+    forces = " / ".join(f"{f:g}" for f in arms["with"]["borrowed_forces_n"])
+    return {
+        "readme_similar": f"| {effect['unproductive_with']} against "
+                          f"{effect['unproductive_without']} (-{reduction:.1f} %) |",
+        "readme_misleading": f"| {misleading['effect']['unproductive_with']} against "
+                             f"{misleading['effect']['unproductive_without']}; own fact from "
+                             f"attempt {arms['with']['episode_own_fact_first_served']} |",
+        "similar": f"{effect['unproductive_without']} unproductive attempts without analogies "
+                   f"and {effect['unproductive_with']} with them, over {similar['episodes']} "
+                   f"episodes",
+        "saved": f"{saved['mean']:.3f} unproductive attempts saved per episode (95 % BCa CI "
+                 f"{saved['ci95'][0]:.3f} to {saved['ci95'][1]:.3f})",
+        "answers": f"{similar['analogy_answers_with']} ANALOGY answers",
+        "own": "from attempt " + " / ".join(str(v) for v in sorted(set(own.values()))),
+        "misleading": f"{target}: {arms['without']['unproductive']} unproductive attempts "
+                      f"without analogies, {arms['with']['unproductive']} with them",
+        "borrowed": f"{arms['with']['borrowed_unproductive']} of its "
+                    f"{arms['with']['borrowed_attempts']} attempts at the borrowed "
+                    f"{forces} N failed",
+        "takeover": f"its own fact from attempt {arms['with']['episode_own_fact_first_served']}, "
+                    f"first success at attempt {arms['with']['episode_of_first_success']} "
+                    f"(without analogies: {arms['without']['episode_of_first_success']})",
+    }
+
+
+def test_readme_and_validation_page_transfer_figures_are_the_sim_file():
+    figures = _transfer_figures()
+    rows = {line.split("|")[1].strip(): line for line in README.splitlines()
+            if line.startswith("| ") and line.count("|") == 4}
+    assert figures["readme_similar"] in rows[
+        "MuJoCo, held-out objects like known ones: unproductive attempts, with analogies "
+        "against without"]
+    assert figures["readme_misleading"] in rows[
+        "MuJoCo, a look-alike that needs another force: the same, misleading analogy"]
+    validation = _words((DOCS / "validation.md").read_text())
+    for name in ("similar", "saved", "answers", "own", "misleading", "borrowed", "takeover"):
+        assert figures[name] in validation, (name, figures[name])

@@ -1,0 +1,46 @@
+"""The transfer experiments in MuJoCo, tiny: a robot learns the closed loop's objects, then
+held-out objects appear, run with and without analogies from copies of its store (real
+node processes). Checks the shape of sim_transfer.json and that ANALOGY answers were
+served and borrowed, never taken for the robot's own knowledge."""
+
+import json
+import os
+import subprocess
+import sys
+
+
+def test_transfer_experiment_serves_analogies_and_reports_paired_effects(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "robot_memory.sim", "--only", "transfer",
+                          "--learn", "40", "--held-out", "3", "--misleading", "3",
+                          "--held-out-block", "3", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=240, env=os.environ.copy())
+    print(run.stdout[-3000:], run.stderr[-3000:])
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads((tmp_path / "sim_transfer.json").read_text())
+    assert not (tmp_path / "sim_closed_loop.json").exists()  # --only transfer
+    assert set(result["learning"]["facts"]) >= {"glass_cup", "heavy_mug"}
+    for part in ("experiments", "misleading"):
+        block = result[part]["analogies"]
+        effect = block["effect"]
+        assert len(block["steps_with"]) == len(block["steps_without"]) == block["episodes"]
+        assert [s["episode"] for s in block["steps_with"]] == \
+            [s["episode"] for s in block["steps_without"]]  # paired: the same episodes
+        assert effect["unproductive_without"] == sum(
+            s["action"] != "skip" and not s["success"] for s in block["steps_without"])
+        assert "reduction" in effect and "ci95" in effect and "saved_per_episode" in effect
+        without, with_ = block["steps_without"], block["steps_with"]
+        # Without analogies nothing is ever lent; with them, an ANALOGY answer's force is
+        # borrowed, never exploited or skipped.
+        assert all(s["status"] != "ANALOGY" and s["action"] != "borrow" for s in without)
+        assert block["analogy_answers_with"] > 0
+        for step in with_:
+            if step["status"] == "ANALOGY":
+                assert step["action"] in ("borrow", "explore") and step["measured_mass_kg"] > 0
+                assert step["action"] != "borrow" or step["lent_from"] in ("glass_cup",
+                                                                           "heavy_mug")
+        for target, arms in block["per_object"].items():
+            first = next(s for s in with_ if s["target"] == target)
+            assert first["status"] in ("ANALOGY", "ABSTAIN"), target  # never its own yet
+            assert not arms["with"]["analogy_after_own_fact"]
+    assert result["misleading"]["analogies"]["objects"].keys() == {"crystal_glass"}
+    assert (tmp_path / "sim_transfer.png").stat().st_size > 0

@@ -12,7 +12,8 @@ robot_memory/compaction.py); integrity.py decides whether a whole store can be t
 (`check_store`).
 """
 
-from robot_memory.store.aggregates import OutcomeRow, ResultAggregates, ValueBatch
+from robot_memory.store.aggregates import (OutcomeRow, ResultAggregates, ValueBatch,
+                                           one_result_aggregates)
 from robot_memory.store.chain_check import ChainReport, boot_check, stored_digest, verify_chain
 from robot_memory.store.compacted import Compaction, compactions, kept_digest, remove_range
 from robot_memory.store.integrity import (StoreVerdict, check_store, file_problem,
@@ -29,5 +30,6 @@ __all__ = ["GENESIS_HASH", "ChainReport", "Compaction", "ConcurrentPass", "FactR
            "MemoryStore", "MigrationReport", "NewEvent", "OutcomeRow", "Partition",
            "ResultAggregates", "StoreError",
            "StoreVerdict", "StoredEvent", "ValueBatch", "boot_check", "check_store",
-           "compactions", "event_digest", "file_problem", "kept_digest", "remove_range",
+           "compactions", "event_digest", "file_problem", "kept_digest", "one_result_aggregates",
+           "remove_range",
            "sqlite_integrity_problem", "stored_digest", "verify_chain"]

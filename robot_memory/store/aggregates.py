@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection, text
 
-from robot_memory.store.facets import floor_div_sql
-from robot_memory.store.schema import PARAMETER
+from robot_memory.store.facets import facets_of_payload, floor_div_sql
+from robot_memory.store.schema import OBSERVATION, PARAMETER
 
 # Results in a range read with just the combinations it uses (ComboIds.for_short_range).
 SHORT_RANGE = 20_000
@@ -78,6 +78,23 @@ class ResultAggregates:
 
     outcomes: Iterable[OutcomeRow]
     values: Iterable[ValueBatch]
+
+
+def one_result_aggregates(payload: dict, stamp_ns: int, event_id: int, bucket_ns: int
+                          ) -> ResultAggregates:
+    """What `result_aggregates` gives for a range that holds this one execution result
+    (its payload as stored): one outcome row counting 1, and its values, from the facets
+    an append derives from the same payload. For reading results one at a time through
+    the rules' set-based methods, as `explain` does (min_seq is not known here: 0)."""
+    combo, values = facets_of_payload(payload, stamp_ns)
+    skill, target, environment, _zone, success, reason = combo[:6]
+    outcome = OutcomeRow(combo[7] or None, *combo[:7], stamp_ns // bucket_ns, 1, event_id,
+                         event_id, stamp_ns, 0)
+    parameters = [(skill, target, environment, success, reason, name, value, 1)
+                  for source, name, value in values if source == PARAMETER]
+    observations = [(target, name, value, 1, event_id, stamp_ns)
+                    for source, name, value in values if source == OBSERVATION and target]
+    return ResultAggregates([outcome], [ValueBatch(parameters, observations)])
 
 
 class ResultAggregation:

@@ -19,7 +19,6 @@ reads). `str(error)` is the one line the command line prints.
     │   ├── evidence.witness.WitnessError         a signing key or witness file unusable
     │   ├── store.roles.RoleError                 a role name or identity the fleet store refuses
     │   ├── priors_sources.PriorsError            a priors source that fails its check
-    │   ├── consolidation.rules.SkipRecord        (internal: a rule skips a record)
     │   └── ingest.Refused                        (internal: a result the logger refused)
     ├── StoreFailure                      exit 4  the store cannot be opened or read
     │   ├── store.StoreError                      (bad URL, no driver, no server, schema)

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from robot_memory.archives import archived_segments, history_events
-from robot_memory.consolidation.rules import RULES_BY_KIND, SkipRecord, supported_key
+from robot_memory.consolidation.partials import fact_keys_of_result
+from robot_memory.consolidation.rules import RULES_BY_KIND, RulesConfig
 from robot_memory.errors import InputError
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, FACT_CONSULTATION,
                                       KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED)
@@ -42,17 +43,19 @@ def find_fact(partition: Partition, fact_id: int = 0, kind: str = "",
 
 
 def _supporting(results: Iterable[StoredEvent], fact: FactRow) -> dict[str, Any]:
-    rule = RULES_BY_KIND[fact.kind]
+    """The results behind a fact: each is added up on its own by the fact's rule, through
+    the methods a pass calls, and supports the fact if the rule would render its key."""
+    rule, config = RULES_BY_KIND[fact.kind], RulesConfig()
     outcomes = {"success": 0, "failure": 0}
     parameters: dict[str, dict[str, int]] = {}
     ids: list[int] = []
     for event in results:
         try:
             record = record_from_payload(event.payload, event.stamp_ns)
-            items = rule.extract(record)
-        except (InvalidRecord, SkipRecord):
+        except InvalidRecord:
             continue
-        if not any(supported_key(rule, group, item) == fact.key for group, item in items):
+        if fact.key not in fact_keys_of_result(rule, event.payload, event.stamp_ns, event.id,
+                                               config):
             continue
         outcomes["success" if record.success else "failure"] += 1
         for name, value in record.parameters.items():

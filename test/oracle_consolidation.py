@@ -1,7 +1,8 @@
 """TEST ORACLE ONLY: the per-event consolidation engine that the set-based pass in
 robot_memory/consolidation/consolidation_pass.py replaced. It decodes every payload and
-folds one record at a time; the equivalence tests run it beside the new engine and
-require byte-equal facts and states. Not used by the package.
+folds one record at a time through the rules' per-record writing (oracle_rules.py),
+rendering with the package's rules; the equivalence tests run it beside the new engine
+and require byte-equal facts and states. Not used by the package.
 
 One consolidation pass over one identity's new events.
 
@@ -29,12 +30,14 @@ from robot_memory.consolidation.consolidation_pass import (  # noqa: F401
 from robot_memory.consolidation.override_plan import fact_as_rendered, plan_overrides
 from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND,
                                               STATUS_CONTESTED, STATUS_INVALIDATED,
-                                              RenderedFact, RulesConfig, SkipRecord)
+                                              RenderedFact, RulesConfig)
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
                                       KNOWLEDGE_CONFLICT_RESOLVED, OVERRIDE)
 from robot_memory.records import InvalidRecord, record_from_payload
 from robot_memory.store import ConcurrentPass, FactRow, NewEvent, Partition
 from robot_memory.store.schema import consolidation_state, semantic_facts
+
+from oracle_rules import PER_RECORD, SkipRecord
 
 CHUNK = 5000
 
@@ -103,7 +106,7 @@ class Folder:
                 continue
             for rule in RULES:
                 try:
-                    items = rule.extract(record)
+                    items = PER_RECORD[rule.kind].extract(record)
                 except SkipRecord as skip:
                     self.report.skip(f"{rule.kind}:{skip.reason}")
                     continue
@@ -124,8 +127,8 @@ class Folder:
                     self.states[(kind, group)] = state
                     self.stored.add((kind, group))
         for gid, item, event_id in chunk:
-            RULES_BY_KIND[gid[0]].fold(self.states.setdefault(gid, {}), item, event_id,
-                                       self.config)
+            PER_RECORD[gid[0]].fold(self.states.setdefault(gid, {}), item, event_id,
+                                    self.config)
 
     def render(self, gid: GroupId) -> list[RenderedFact]:
         return RULES_BY_KIND[gid[0]].render(gid[1], self.states[gid], self.config)

@@ -13,8 +13,9 @@ A pass killed at any point leaves all of it or none of it, so the next pass redo
 exactly the same range, counting nothing twice. Another pass that commits first makes
 this one raise ConcurrentPass.
 
-The per-event engine this replaced is kept in reference.py as the test oracle: the
-facts are byte-equal, provenance included.
+The rules add the aggregates up (consolidation/partials.py). The per-event engine this
+replaced is kept in test/oracle_consolidation.py as the tests' oracle: the facts are
+byte-equal, provenance included.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import gc
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,14 +33,14 @@ from robot_memory.consolidation.checkpoint import (Checkpoint, read_checkpoint, 
                                                    result_range)
 from robot_memory.consolidation.override_plan import (OverridePlan, fact_as_rendered,
                                                       plan_overrides)
-from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND,
-                                              STATUS_CONTESTED, STATUS_INVALIDATED, Partials,
-                                              RenderedFact, RulesConfig)
+from robot_memory.consolidation.partials import aggregate
+from robot_memory.consolidation.rules import (RULE_VERSION, RULES, STATUS_CONTESTED,
+                                              STATUS_INVALIDATED, Partials, RenderedFact, Rule,
+                                              RulesConfig)
 from robot_memory.consolidation.rules.base import OneFactPerGroup
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
                                       KNOWLEDGE_CONFLICT_RESOLVED)
-from robot_memory.store import (ConcurrentPass, FactRow, FactWrite, NewEvent, Partition,
-                                ResultAggregates)
+from robot_memory.store import ConcurrentPass, FactRow, FactWrite, NewEvent, Partition
 
 __all__ = ["CONSOLIDATION_RUN", "EXECUTION_RESULT", "ConcurrentPass", "FactChange",
            "PassReport", "consolidation_pass", "facts_snapshot", "replay_snapshot"]
@@ -118,6 +119,7 @@ class PassInputs:
     reset_pending: bool  # a reset no pass applied yet: start from empty states
     after_seq: int  # results after_seq < seq <= until_seq are folded
     until_seq: int
+    rules: dict[str, Rule]  # the pass's rules by kind
     partials: Partials = field(default_factory=Partials)
     events_read: int = 0
     first_seq: int = 0
@@ -140,32 +142,8 @@ class PassResult:
 
 
 # -- 1. read --------------------------------------------------------------------------
-def aggregate(aggregates: ResultAggregates, config: RulesConfig
-              ) -> tuple[Partials, int, int, int]:
-    """Partial states of every rule, and (events read, first seq, newest stamp >= 0).
-    The outcome rows stream past once (10^5 of them at 10^6 events), never held."""
-    partials = Partials()
-    events_read, first_seq, last_stamp = 0, 0, 0
-    add_outcomes = [rule.add_outcome for rule in RULES]
-    for row in aggregates.outcomes:
-        count = row.count
-        events_read += count
-        if not first_seq or row.min_seq < first_seq:
-            first_seq = row.min_seq
-        if row.max_stamp_ns > last_stamp:
-            last_stamp = row.max_stamp_ns
-        if row.invalid_reason is not None:
-            partials.skip(f"invalid_payload:{row.invalid_reason}", count)
-        for add_outcome in add_outcomes:
-            add_outcome(row, config, partials)
-    for batch in aggregates.values:
-        for rule in RULES:
-            rule.add_values(batch, config, partials)
-    return partials, events_read, first_seq, last_stamp
-
-
 def read_inputs(partition: Partition, config: RulesConfig,
-                max_events: int | None = None) -> PassInputs:
+                max_events: int | None = None, rules: Sequence[Rule] = RULES) -> PassInputs:
     with partition.store.read() as conn:
         checkpoint = read_checkpoint(partition, conn)
         until = partition.head(conn)[0]
@@ -176,15 +154,16 @@ def read_inputs(partition: Partition, config: RulesConfig,
         after, results_until = result_range(checkpoint.done_seq, plan, until)
         inputs = PassInputs(checkpoint, until, plan,
                             sum(1 for o in overrides if o.seq > checkpoint.override_seq),
-                            plan.reset_seq > checkpoint.override_seq, after, results_until)
+                            plan.reset_seq > checkpoint.override_seq, after, results_until,
+                            {rule.kind: rule for rule in rules})
         (inputs.partials, inputs.events_read, inputs.first_seq,
          inputs.last_stamp_ns) = aggregate(partition.result_aggregates(
-             after, results_until, int(config.time_bucket_s * 1e9), conn), config)
+             after, results_until, int(config.time_bucket_s * 1e9), conn), config, rules)
         if inputs.nothing_new:
             return inputs
         keys = plan.keys_changed_after(checkpoint.override_seq)
         for kind, groups in inputs.partials.groups.items():
-            rule = RULES_BY_KIND[kind]
+            rule = inputs.rules[kind]
             stored = {} if inputs.reset_pending else \
                 _decoded(partition.consolidation_states(kind, groups, conn))
             # A rule whose one fact per group has the group's key: no need to ask.
@@ -211,11 +190,11 @@ def _decoded(texts: dict[str, str]) -> dict[str, dict[str, Any]]:
 
 # -- 2. compute (no I/O) --------------------------------------------------------------
 def merged_states(partials: Partials, stored: dict[GroupId, dict[str, Any]],
-                  config: RulesConfig) -> dict[GroupId, dict[str, Any]]:
+                  config: RulesConfig, rules: dict[str, Rule]) -> dict[GroupId, dict[str, Any]]:
     """stored + partial, per touched group (the stored dicts are merged into in place)."""
     states = {}
     for kind, groups in partials.groups.items():
-        rule = RULES_BY_KIND[kind]
+        rule = rules[kind]
         for group, partial in groups.items():
             state = stored.get((kind, group), {})
             rule.merge(state, partial, config)
@@ -223,10 +202,10 @@ def merged_states(partials: Partials, stored: dict[GroupId, dict[str, Any]],
     return states
 
 
-def render_all(states: dict[GroupId, dict[str, Any]], config: RulesConfig
-               ) -> dict[GroupId, RenderedFact]:
+def render_all(states: dict[GroupId, dict[str, Any]], config: RulesConfig,
+               rules: dict[str, Rule]) -> dict[GroupId, RenderedFact]:
     return {(f.kind, f.key): f for gid in sorted(states)
-            for f in RULES_BY_KIND[gid[0]].render(gid[1], states[gid], config)}
+            for f in rules[gid[0]].render(gid[1], states[gid], config)}
 
 
 def _same(old: FactRow, fact: RenderedFact, value_json: str) -> bool:
@@ -279,7 +258,7 @@ def compute(inputs: PassInputs, config: RulesConfig) -> PassResult:
     changes: dict[GroupId, FactChange | None] = {}
     rows = []
     for kind in sorted(inputs.partials.groups):
-        rule, groups = RULES_BY_KIND[kind], inputs.partials.groups[kind]
+        rule, groups = inputs.rules[kind], inputs.partials.groups[kind]
         for group in sorted(groups):
             stored = (kind, group) in inputs.stored_states
             state = inputs.stored_states.pop((kind, group), {})
@@ -332,16 +311,18 @@ def collector_paused() -> Iterator[None]:
 
 def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig(), *,
                        apply: bool = True, stamp_ns: int | None = None,
-                       max_events: int | None = None) -> PassReport:
-    """Run one pass; with apply=False only report what it would change (dry run)."""
+                       max_events: int | None = None,
+                       rules: Sequence[Rule] = RULES) -> PassReport:
+    """Run one pass; with apply=False only report what it would change (dry run).
+    `rules` are the rules v1 unless a caller brings its own (a rule being tried out)."""
     with collector_paused():
-        return _run_pass(partition, config, apply, stamp_ns, max_events)
+        return _run_pass(partition, config, apply, stamp_ns, max_events, rules)
 
 
 def _run_pass(partition: Partition, config: RulesConfig, apply: bool, stamp_ns: int | None,
-              max_events: int | None) -> PassReport:
+              max_events: int | None, rules: Sequence[Rule]) -> PassReport:
     started = time.perf_counter()
-    inputs, report, result = plan_pass(partition, config, apply, max_events)
+    inputs, report, result = plan_pass(partition, config, apply, max_events, rules)
     if apply and result is not None:
         report.run_event_id = commit(partition, inputs, report, result, stamp_ns)
         report.applied = True
@@ -350,11 +331,11 @@ def _run_pass(partition: Partition, config: RulesConfig, apply: bool, stamp_ns: 
 
 
 def plan_pass(partition: Partition, config: RulesConfig, apply: bool = True,
-              max_events: int | None = None
+              max_events: int | None = None, rules: Sequence[Rule] = RULES
               ) -> tuple[PassInputs, PassReport, PassResult | None]:
     """Steps 1 and 2: read the inputs and compute the result (None: nothing new), with the
     report of the pass they make; nothing is written."""
-    inputs = read_inputs(partition, config, max_events)
+    inputs = read_inputs(partition, config, max_events, rules)
     report = PassReport(partition.identity_hash, dry_run=not apply,
                         previous_run_event_id=inputs.checkpoint.run_event_id,
                         frozen=inputs.plan.frozen_since is not None,
@@ -406,7 +387,8 @@ def facts_snapshot(partition: Partition) -> str:
 
 
 def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *,
-                    until_seq: int | None = None, until_stamp_ns: int | None = None) -> str:
+                    until_seq: int | None = None, until_stamp_ns: int | None = None,
+                    rules: Sequence[Rule] = RULES) -> str:
     """The facts as they were at a point of the log, rebuilt from the events alone in
     memory (the live store is not touched), overrides applied as the passes apply
     them. Same format as facts_snapshot."""
@@ -416,8 +398,9 @@ def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *
         after, results_until = result_range(0, plan, last)
         partials = aggregate(partition.result_aggregates(
             after, results_until, int(config.time_bucket_s * 1e9), conn,
-            until_stamp_ns=until_stamp_ns), config)[0]
-    rendered = render_all(merged_states(partials, {}, config), config)
+            until_stamp_ns=until_stamp_ns), config, rules)[0]
+    by_kind = {rule.kind: rule for rule in rules}
+    rendered = render_all(merged_states(partials, {}, config, by_kind), config, by_kind)
     keys = sorted(set(rendered) | set(plan.operator_facts))
     facts = [f for f in (plan.finalize(key, rendered.get(key)) for key in keys) if f]
     return canonical_json([snapshot_entry(f.kind, f.key, f.status, f.confidence,

@@ -1,9 +1,10 @@
 """What every rule v1 shares: configuration, the rendered-fact shape, fact keys, status,
 and the event-time timeline that decay and the contradiction test read.
 
-Mergeable state: a rule folds each record into a JSON state using only counts and
-multisets, so folding is commutative and associative, and any cut of the events into
-passes gives the same state (and so the same facts, byte for byte).
+Mergeable state: a rule adds results up into a JSON state using only counts and
+multisets, so adding up is commutative and associative, and any cut of the events into
+passes gives the same state (and so the same facts, byte for byte). The contract a rule
+meets is `Rule` below, documented in docs/rules.md.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
-from robot_memory.errors import ConsolidationError, InputError
-from robot_memory.store import OutcomeRow
+from robot_memory.errors import ConsolidationError
+from robot_memory.store import OutcomeRow, ValueBatch
 
 RULE_VERSION = "v1.0"
 
@@ -90,14 +91,6 @@ class RenderedFact:
     rule_version: str = RULE_VERSION
 
 
-class SkipRecord(InputError):
-    """Raised by a rule's extract() when a record lacks the structured fields it needs."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
 @lru_cache(maxsize=1 << 16)  # a full pass asks for the same keys ~20 times each
 def fact_key(*parts: str) -> str:
     """Stable, human-readable key, e.g. 'manipulation.grasp + glass_cup + sim_relaxed'."""
@@ -119,26 +112,19 @@ class Partials:
 class Rule(Protocol):
     """A consolidation rule: one fact kind, a mergeable JSON state per group.
 
-    extract/fold are the per-record path (explain and the reference engine); add_outcome/
-    add_values/merge are the set-based path a pass takes; both give the same state."""
+    A pass adds up a range of results (add_outcome, add_values) into partial states,
+    merges each into its group's stored state and renders the facts; `explain` adds up
+    one result at a time the same way (consolidation/partials.py). docs/rules.md is this
+    contract in full, with a worked example."""
 
     kind: str
-
-    def extract(self, record) -> list[tuple[str, Any]]:
-        """(group key, item) pairs a record contributes; raises SkipRecord."""
-
-    def fact_key_of(self, group: str, item: Any) -> str:
-        """The fact key an extracted item supports."""
-
-    def fold(self, state: dict[str, Any], item: Any, event_id: int,
-             config: RulesConfig) -> None:
-        """Add one item to a group's state."""
 
     def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         """Add one GROUP BY row of outcomes (an OutcomeRow of Partition.result_aggregates)
         to the partial states of the groups a range touches."""
 
-    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+    def add_values(self, aggregates: ValueBatch, config: RulesConfig,
+                   into: Partials) -> None:
         """Add the range's parameters and observations (value x count)."""
 
     def merge(self, state: dict[str, Any], partial: dict[str, Any],
@@ -146,7 +132,7 @@ class Rule(Protocol):
         """Add a partial state to a group's state (integer arithmetic only)."""
 
     def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
-        """Keys of the facts render() makes from this state."""
+        """Keys of the facts render() makes from this state (or partial state)."""
 
     def render(self, group: str, state: dict[str, Any], config: RulesConfig
                ) -> list[RenderedFact]:
@@ -156,28 +142,15 @@ class Rule(Protocol):
 class OneFactPerGroup:
     """For a rule whose group key is its one fact's key."""
 
-    def fact_key_of(self, group: str, item: Any) -> str:
-        return group
-
     def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
         return [group]
 
 
-def supported_key(rule: Rule, group: str, item) -> str:
-    """The fact key an extracted item supports (its group's key unless the rule says
-    otherwise, as interaction_pattern does: one group, one fact per failure reason)."""
-    return rule.fact_key_of(group, item)
-
-
 def max_support(state: dict[str, Any], partial: dict[str, Any]) -> None:
-    """note_support for a whole partial (its newest supporting event and stamp)."""
+    """Note a partial's newest supporting event and stamp in a state (both a max, so the
+    order of merging does not matter)."""
     state["last_event_id"] = max(state.get("last_event_id", 0), partial["last_event_id"])
     state["last_stamp_ns"] = max(state.get("last_stamp_ns", 0), partial["last_stamp_ns"])
-
-
-def note_support(state: dict[str, Any], event_id: int, stamp_ns: int) -> None:
-    state["last_event_id"] = max(state.get("last_event_id", 0), event_id)
-    state["last_stamp_ns"] = max(state.get("last_stamp_ns", 0), stamp_ns)
 
 
 def promoted_status(n: int, config: RulesConfig) -> str:

@@ -8,26 +8,14 @@ from typing import Any
 
 from robot_memory.consolidation.rules.base import (RULE_VERSION, Partials, RenderedFact,
                                                    RulesConfig, fact_key, max_support,
-                                                   note_support, promoted_status, r6)
+                                                   promoted_status, r6)
 from robot_memory.consolidation.rules.outcomes import add_counts
-from robot_memory.consolidation.rules.timeline import (decayed_totals, timeline_add,
-                                                       timeline_merge)
-from robot_memory.consolidation.stats import (band_with_n, multiset_add, multiset_merge,
-                                              wilson_confidence)
-from robot_memory.records import ExecutionRecord
+from robot_memory.consolidation.rules.timeline import decayed_totals, timeline_merge
+from robot_memory.consolidation.stats import band_with_n, multiset_merge, wilson_confidence
 
 
 class InteractionPattern:
     kind = "interaction_pattern"
-
-    def extract(self, record: ExecutionRecord) -> list[tuple[str, ExecutionRecord]]:
-        if record.success:
-            return []  # successes are not failure patterns; not a skip
-        return [(fact_key(record.skill_id, record.target_class), record)]
-
-    def fact_key_of(self, group: str, record: ExecutionRecord) -> str:
-        return fact_key(record.skill_id, record.target_class,
-                        record.failure_reason or "unspecified")
 
     def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
         return [fact_key(state["skill_id"], state["target_class"], reason)
@@ -81,21 +69,6 @@ class InteractionPattern:
                 multiset_merge(entry["parameters"].setdefault(name, {}), bag)
             timeline_merge(entry, part["buckets"], 1, config)
             max_support(entry, part)
-
-    def fold(self, state: dict[str, Any], record: ExecutionRecord, event_id: int,
-             config: RulesConfig) -> None:
-        if not state:
-            state.update(skill_id=record.skill_id, target_class=record.target_class,
-                         failures=0, reasons={})
-        reason = record.failure_reason or "unspecified"
-        entry = state["reasons"].setdefault(reason, {"count": 0, "parameters": {},
-                                                     "last_event_id": 0, "last_stamp_ns": 0})
-        state["failures"] += 1
-        entry["count"] += 1
-        for name, value in record.parameters.items():
-            multiset_add(entry["parameters"].setdefault(name, {}), value)
-        timeline_add(entry, record.stamp_ns, 0, 1, config)
-        note_support(entry, event_id, record.stamp_ns)
 
     def render(self, group: str, state: dict[str, Any], config: RulesConfig) -> list[RenderedFact]:
         facts = []

@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from robot_memory.consolidation.rules.base import (RULE_VERSION, OneFactPerGroup, Partials,
-                                                   RenderedFact, RulesConfig, SkipRecord, fact_key,
-                                                   max_support, note_support, promoted_status, r6)
-from robot_memory.consolidation.stats import band, exact_mean, multiset_add, multiset_merge
-from robot_memory.records import ExecutionRecord
+                                                   RenderedFact, RulesConfig, fact_key,
+                                                   max_support, promoted_status, r6)
+from robot_memory.consolidation.stats import band, exact_mean, multiset_merge
 from robot_memory.store import OutcomeRow
 
 # How many observations make half the confidence (before spread is accounted for).
@@ -25,15 +24,6 @@ def property_confidence(n: int, spread: dict[str, float]) -> float:
 
 class ObjectProperty(OneFactPerGroup):
     kind = "object_property"
-
-    def extract(self, record: ExecutionRecord) -> list[tuple[str, tuple]]:
-        if not record.target_class:
-            raise SkipRecord("no_target_class")
-        if not record.observations:
-            raise SkipRecord("no_observations")
-        return [(fact_key(record.target_class, name),
-                 (record.target_class, name, value, record.stamp_ns))
-                for name, value in sorted(record.observations.items())]
 
     def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         if row.invalid_reason is not None:
@@ -64,14 +54,6 @@ class ObjectProperty(OneFactPerGroup):
                          values={})
         multiset_merge(state["values"], partial["values"])
         max_support(state, partial)
-
-    def fold(self, state: dict[str, Any], item: tuple, event_id: int,
-             config: RulesConfig) -> None:
-        target_class, name, value, stamp_ns = item
-        if not state:
-            state.update(target_class=target_class, property=name, values={})
-        multiset_add(state["values"], value)
-        note_support(state, event_id, stamp_ns)
 
     def render(self, key: str, state: dict[str, Any], config: RulesConfig) -> list[RenderedFact]:
         n = sum(state["values"].values())

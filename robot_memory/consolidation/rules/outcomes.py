@@ -7,18 +7,11 @@ from typing import Any
 
 from robot_memory.consolidation.rules.base import RulesConfig, r6
 from robot_memory.consolidation.rules.timeline import (COLUMN_BITS, decayed_totals,
-                                                       recent_and_older, timeline_add,
-                                                       timeline_merge, timeline_totals)
+                                                       recent_and_older, timeline_merge,
+                                                       timeline_totals)
 from robot_memory.consolidation.stats import two_proportion_z, wilson_confidence
-from robot_memory.records import ExecutionRecord
 
 SUCCESS, FAILURE, SAFETY_FAILURE = 0, 1, 2
-
-
-def outcome_column(record: ExecutionRecord, config: RulesConfig) -> int:
-    if record.success:
-        return SUCCESS
-    return SAFETY_FAILURE if record.failure_reason in config.safety_failure_reasons else FAILURE
 
 
 def add_counts(buckets: dict[int, int], bucket: int, column: int, count: int) -> None:
@@ -43,10 +36,6 @@ def note_outcome_row(part: dict[str, Any], success: int, failure_reason: str, bu
         part["last_event_id"] = max_id
     if max_stamp > part["last_stamp_ns"]:
         part["last_stamp_ns"] = max_stamp
-
-
-def add_outcome(state: dict[str, Any], record: ExecutionRecord, config: RulesConfig) -> None:
-    timeline_add(state, record.stamp_ns, outcome_column(record, config), 3, config)
 
 
 def _weighted(totals: list[float]) -> dict[str, float]:

@@ -7,20 +7,15 @@ from typing import Any
 
 from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTED, OneFactPerGroup,
                                                    Partials, RenderedFact, RulesConfig, count_into,
-                                                   fact_key, max_support, note_support,
-                                                   promoted_status)
-from robot_memory.consolidation.rules.outcomes import (add_outcome, merge_outcomes,
-                                                       note_outcome_row, rate_view)
-from robot_memory.consolidation.stats import (band_with_n, most_common, multiset_add,
-                                              multiset_merge, shrunk_rate)
-from robot_memory.records import ExecutionRecord
+                                                   fact_key, max_support, promoted_status)
+from robot_memory.consolidation.rules.outcomes import (merge_outcomes, note_outcome_row,
+                                                       rate_view)
+from robot_memory.consolidation.stats import (band_with_n, most_common, multiset_merge,
+                                              shrunk_rate)
 
 
 class SkillSuccessRate(OneFactPerGroup):
     kind = "skill_success_rate"
-
-    def extract(self, record: ExecutionRecord) -> list[tuple[str, ExecutionRecord]]:
-        return [(fact_key(record.skill_id, record.target_class, record.environment), record)]
 
     def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
@@ -65,22 +60,6 @@ class SkillSuccessRate(OneFactPerGroup):
             count_into(state["failure_reasons"], reason, count)
         merge_outcomes(state, partial, config)
         max_support(state, partial)
-
-    def fold(self, state: dict[str, Any], record: ExecutionRecord, event_id: int,
-             config: RulesConfig) -> None:
-        if not state:
-            state.update(skill_id=record.skill_id, target_class=record.target_class,
-                         environment=record.environment, n=0, successes=0,
-                         success_parameters={}, failure_reasons={})
-        state["n"] += 1
-        if record.success:
-            state["successes"] += 1
-            for name, value in record.parameters.items():
-                multiset_add(state["success_parameters"].setdefault(name, {}), value)
-        else:
-            count_into(state["failure_reasons"], record.failure_reason or "unspecified")
-        add_outcome(state, record, config)
-        note_support(state, event_id, record.stamp_ns)
 
     def render(self, key: str, state: dict[str, Any], config: RulesConfig) -> list[RenderedFact]:
         n, successes = state["n"], state["successes"]

@@ -6,24 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTED, OneFactPerGroup,
-                                                   Partials, RenderedFact, RulesConfig, SkipRecord,
-                                                   count_into, fact_key, max_support, note_support,
-                                                   promoted_status, r6)
-from robot_memory.consolidation.rules.outcomes import (add_outcome, merge_outcomes,
-                                                       note_outcome_row, rate_view)
+                                                   Partials, RenderedFact, RulesConfig, count_into,
+                                                   fact_key, max_support, promoted_status, r6)
+from robot_memory.consolidation.rules.outcomes import (merge_outcomes, note_outcome_row,
+                                                       rate_view)
 from robot_memory.consolidation.stats import most_common
-from robot_memory.records import ExecutionRecord
 
 
 class ZoneRisk(OneFactPerGroup):
     kind = "zone_risk"
-
-    def extract(self, record: ExecutionRecord) -> list[tuple[str, ExecutionRecord]]:
-        if record.zone:
-            return [(fact_key("zone", record.zone), record)]
-        if record.environment:
-            return [(fact_key("environment", record.environment), record)]
-        raise SkipRecord("no_zone_or_environment")
 
     def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
@@ -64,23 +55,6 @@ class ZoneRisk(OneFactPerGroup):
             count_into(state["failure_reasons"], reason, count)
         merge_outcomes(state, partial, config)
         max_support(state, partial)
-
-    def fold(self, state: dict[str, Any], record: ExecutionRecord, event_id: int,
-             config: RulesConfig) -> None:
-        if not state:
-            scope, name = ("zone", record.zone) if record.zone else \
-                ("environment", record.environment)
-            state.update(scope=scope, name=name, n=0, incidents=0, safety_incidents=0,
-                         failure_reasons={})
-        state["n"] += 1
-        if not record.success:
-            state["incidents"] += 1
-            reason = record.failure_reason or "unspecified"
-            count_into(state["failure_reasons"], reason)
-            if reason in config.safety_failure_reasons:
-                state["safety_incidents"] += 1
-        add_outcome(state, record, config)
-        note_support(state, event_id, record.stamp_ns)
 
     def render(self, key: str, state: dict[str, Any], config: RulesConfig) -> list[RenderedFact]:
         n, incidents = state["n"], state["incidents"]

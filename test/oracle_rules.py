@@ -1,0 +1,144 @@
+"""TEST ORACLE ONLY: the rules v1 written one record at a time, as they were before the
+set-based pass. The reference engine (oracle_consolidation.py) folds every record
+through these and renders with the package's rules; the equivalence tests require its
+states and facts to be the bytes the set-based pass gives. An independent second
+writing of each rule's adding up: the package writes it once, set-based.
+
+Each per-record rule has `extract(record)` -> [(group, item)] (raising SkipRecord for a
+record its kind cannot use) and `fold(state, item, event_id, config)`, which adds one
+item to its group's state in place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from robot_memory.consolidation.rules import RulesConfig, fact_key
+from robot_memory.consolidation.rules.base import count_into
+from robot_memory.consolidation.rules.outcomes import FAILURE, SAFETY_FAILURE, SUCCESS
+from robot_memory.consolidation.rules.timeline import timeline_add
+from robot_memory.consolidation.stats import multiset_add
+
+
+class SkipRecord(Exception):
+    """A record lacks the structured fields a kind needs (counted as `<kind>:<reason>`)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def note_support(state: dict[str, Any], event_id: int, stamp_ns: int) -> None:
+    state["last_event_id"] = max(state.get("last_event_id", 0), event_id)
+    state["last_stamp_ns"] = max(state.get("last_stamp_ns", 0), stamp_ns)
+
+
+def outcome_column(record, config: RulesConfig) -> int:
+    if record.success:
+        return SUCCESS
+    return SAFETY_FAILURE if record.failure_reason in config.safety_failure_reasons else FAILURE
+
+
+def add_outcome(state: dict[str, Any], record, config: RulesConfig) -> None:
+    timeline_add(state, record.stamp_ns, outcome_column(record, config), 3, config)
+
+
+class SkillSuccessRate:
+    kind = "skill_success_rate"
+
+    def extract(self, record) -> list[tuple[str, Any]]:
+        return [(fact_key(record.skill_id, record.target_class, record.environment), record)]
+
+    def fold(self, state: dict[str, Any], record, event_id: int,
+             config: RulesConfig) -> None:
+        if not state:
+            state.update(skill_id=record.skill_id, target_class=record.target_class,
+                         environment=record.environment, n=0, successes=0,
+                         success_parameters={}, failure_reasons={})
+        state["n"] += 1
+        if record.success:
+            state["successes"] += 1
+            for name, value in record.parameters.items():
+                multiset_add(state["success_parameters"].setdefault(name, {}), value)
+        else:
+            count_into(state["failure_reasons"], record.failure_reason or "unspecified")
+        add_outcome(state, record, config)
+        note_support(state, event_id, record.stamp_ns)
+
+
+class InteractionPattern:
+    kind = "interaction_pattern"
+
+    def extract(self, record) -> list[tuple[str, Any]]:
+        if record.success:
+            return []  # successes are not failure patterns; not a skip
+        return [(fact_key(record.skill_id, record.target_class), record)]
+
+    def fold(self, state: dict[str, Any], record, event_id: int,
+             config: RulesConfig) -> None:
+        if not state:
+            state.update(skill_id=record.skill_id, target_class=record.target_class,
+                         failures=0, reasons={})
+        reason = record.failure_reason or "unspecified"
+        entry = state["reasons"].setdefault(reason, {"count": 0, "parameters": {},
+                                                     "last_event_id": 0, "last_stamp_ns": 0})
+        state["failures"] += 1
+        entry["count"] += 1
+        for name, value in record.parameters.items():
+            multiset_add(entry["parameters"].setdefault(name, {}), value)
+        timeline_add(entry, record.stamp_ns, 0, 1, config)
+        note_support(entry, event_id, record.stamp_ns)
+
+
+class ObjectProperty:
+    kind = "object_property"
+
+    def extract(self, record) -> list[tuple[str, tuple]]:
+        if not record.target_class:
+            raise SkipRecord("no_target_class")
+        if not record.observations:
+            raise SkipRecord("no_observations")
+        return [(fact_key(record.target_class, name),
+                 (record.target_class, name, value, record.stamp_ns))
+                for name, value in sorted(record.observations.items())]
+
+    def fold(self, state: dict[str, Any], item: tuple, event_id: int,
+             config: RulesConfig) -> None:
+        target_class, name, value, stamp_ns = item
+        if not state:
+            state.update(target_class=target_class, property=name, values={})
+        multiset_add(state["values"], value)
+        note_support(state, event_id, stamp_ns)
+
+
+class ZoneRisk:
+    kind = "zone_risk"
+
+    def extract(self, record) -> list[tuple[str, Any]]:
+        if record.zone:
+            return [(fact_key("zone", record.zone), record)]
+        if record.environment:
+            return [(fact_key("environment", record.environment), record)]
+        raise SkipRecord("no_zone_or_environment")
+
+    def fold(self, state: dict[str, Any], record, event_id: int,
+             config: RulesConfig) -> None:
+        if not state:
+            scope, name = ("zone", record.zone) if record.zone else \
+                ("environment", record.environment)
+            state.update(scope=scope, name=name, n=0, incidents=0, safety_incidents=0,
+                         failure_reasons={})
+        state["n"] += 1
+        if not record.success:
+            state["incidents"] += 1
+            reason = record.failure_reason or "unspecified"
+            count_into(state["failure_reasons"], reason)
+            if reason in config.safety_failure_reasons:
+                state["safety_incidents"] += 1
+        add_outcome(state, record, config)
+        note_support(state, event_id, record.stamp_ns)
+
+
+# The per-record writing of each kind of the package's RULES.
+PER_RECORD = {rule.kind: rule for rule in (SkillSuccessRate(), InteractionPattern(),
+                                           ObjectProperty(), ZoneRisk())}

@@ -105,7 +105,8 @@ def _timeline_of(state: dict[str, Any], width: int, config: RulesConfig) -> dict
 
 def timeline_add(state: dict[str, Any], stamp_ns: int, column: int, width: int,
                  config: RulesConfig) -> None:
-    """One event's outcome (the per-record path)."""
+    """One event's outcome: timeline_merge of a count of 1 (what timeline_merge is held
+    to, once per counted event, by the tests and their per-record reference engine)."""
     timeline_merge(state, {config.bucket(stamp_ns): packed(column, 1)}, width, config)
 
 

@@ -1,5 +1,6 @@
 """python -m robot_memory.sim [--decisions N] [--block B] [--seed S] [--out DIR]
 [--only closed_loop|transfer] [--learn N] [--held-out N] [--misleading N] [--held-out-block B]
+[--joiner N]
 
 Runs the closed loop (run_sim: sim_closed_loop.json/png), then the transfer experiments
 (transfer: sim_transfer.json/png)."""
@@ -27,6 +28,8 @@ def main(argv=None) -> int:
                         help="transfer: episodes of each held-out object that resembles one")
     parser.add_argument("--misleading", type=int, default=16,
                         help="transfer: episodes of the misleading held-out object")
+    parser.add_argument("--joiner", type=int, default=24,
+                        help="transfer: episodes of the second robot (fleet priors)")
     parser.add_argument("--held-out-block", type=int, default=4,
                         help="transfer: held-out episodes between consolidation passes")
     args = parser.parse_args(argv)
@@ -37,7 +40,8 @@ def main(argv=None) -> int:
     if args.only != "closed_loop":
         from robot_memory.sim.transfer import run_transfer
         run_transfer(args.seed, args.learn, min(args.block, args.learn), args.held_out,
-                     args.misleading, args.held_out_block, args.out)
+                     args.misleading, args.held_out_block, args.out,
+                     joiner_episodes=args.joiner)
     return 0 if ok else 1
 
 

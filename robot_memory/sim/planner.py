@@ -1,7 +1,9 @@
 """The planner node: asks robot_memory's `ground` service before every attempt (through
 GroundingClient) and decides with robot_memory.sim.policy; without memory it explores.
 With `allow_analogies` it also asks for analogies, sending what it measured on the
-object (`target_properties`), and explores with the force an ANALOGY answer lends."""
+object (`target_properties`), and explores with the force an ANALOGY answer lends; with
+`allow_priors` it asks for fleet priors and explores with the force a PRIOR answer's
+sibling recommends."""
 
 from __future__ import annotations
 
@@ -18,11 +20,13 @@ from robot_memory.sim.policy import BORROW, Decision, PolicyConfig, decide
 
 class PlannerNode(Node):
     def __init__(self, use_memory: bool, config: PolicyConfig = PolicyConfig(),
-                 timeout_s: float = 5.0, allow_analogies: bool = False):
+                 timeout_s: float = 5.0, allow_analogies: bool = False,
+                 allow_priors: bool = False):
         super().__init__("sim_planner",
                          parameter_overrides=[Parameter("use_sim_time", value=True)])
         self.use_memory = use_memory
         self.allow_analogies = allow_analogies
+        self.allow_priors = allow_priors
         self.lent: dict[str, Decision] = {}  # per target, the last force an analogy lent
         self.config = config
         self.grounding = GroundingClient(self, timeout_s=timeout_s) if use_memory else None
@@ -41,9 +45,12 @@ class PlannerNode(Node):
                    if f.kind == "skill_success_rate" and ENVIRONMENT in f.key)
 
     def ask(self, episode: Episode, target_properties: dict[str, float] | None = None):
-        """The GroundingResult for this episode's target (analogies only if allowed)."""
+        """The GroundingResult for this episode's target (analogies and priors only if
+        allowed)."""
         extra = {"allow_analogies": True, "target_properties": target_properties or {}} \
             if self.allow_analogies else {}
+        if self.allow_priors:
+            extra["allow_priors"] = True
         return self.grounding.query(SKILL, episode.target, ENVIRONMENT,
                                     fact_kinds=("skill_success_rate",),
                                     intent_id=f"sim-{episode.number}", **extra)

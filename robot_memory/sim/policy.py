@@ -16,6 +16,7 @@ from dataclasses import dataclass
 EXPLORE, EXPLOIT, SKIP = "explore", "exploit", "skip"
 BORROW = "borrow"  # explore with the force an analogy recommends
 ANALOGY = "ANALOGY"  # GroundingResult.status of an answer that lends other targets' facts
+PRIOR = "PRIOR"  # GroundingResult.status of an answer with the fleet's facts of this target
 ONLY_CANDIDATES = "only_candidates"  # the reason_code while the own facts are too few
 
 
@@ -53,6 +54,32 @@ def borrow(answer, exploration_force_n: float) -> Decision:
     return Decision(EXPLORE, exploration_force_n, "analogies recommend no force")
 
 
+def borrow_prior(answer, exploration_force_n: float,
+                 config: PolicyConfig = PolicyConfig()) -> Decision:
+    """A PRIOR answer: explore with the recommended force of the sibling with the most
+    attempts (ties by identity, as the sources come); never EXPLOIT, since a sibling's
+    evidence is not this robot's and only its own attempts can show that its objects
+    differ. When no sibling's force ever worked and the blend is below the threshold
+    after `min_evidence` attempts of the fleet, SKIP (escalate), as the robot would on
+    its own evidence: the same arm has already failed where this one would try."""
+    sources = [s for prior in answer.priors for s in prior.sources
+               if s.fact.kind == "skill_success_rate"]
+    for source in sorted(sources, key=lambda s: -s.fact.n_observations):
+        force = _recommended_force(source.fact)
+        if force is not None:
+            who = source.agent_id or source.identity_hash[:12]
+            return Decision(BORROW, force, f"fleet prior from {who} "
+                            f"(n {source.fact.n_observations}): its recommended force_n "
+                            f"{force:g}", lent_from=who)
+    for prior in answer.priors:
+        if prior.blended_success_rate < config.threshold and \
+                prior.prior_n + prior.own_n >= config.min_evidence:
+            return Decision(SKIP, 0.0, f"fleet prior: blended success rate "
+                            f"{prior.blended_success_rate:.2f} below {config.threshold} after "
+                            f"{prior.prior_n} fleet and {prior.own_n} own attempts")
+    return Decision(EXPLORE, exploration_force_n, "fleet priors recommend no force")
+
+
 def decide(answer, exploration_force_n: float, config: PolicyConfig = PolicyConfig(),
            lent: Decision | None = None) -> Decision:
     """`answer` is a GroundingResult (robot_memory.client); its facts are SemanticFact
@@ -60,6 +87,8 @@ def decide(answer, exploration_force_n: float, config: PolicyConfig = PolicyConf
     BORROW decision for this target, if any."""
     if answer is not None and answer.status == ANALOGY:
         return borrow(answer, exploration_force_n)
+    if answer is not None and answer.status == PRIOR:
+        return borrow_prior(answer, exploration_force_n, config)
     if lent is not None and lent.action == BORROW and answer is not None and \
             answer.status == "ABSTAIN" and answer.reason_code == ONLY_CANDIDATES:
         return Decision(BORROW, lent.force_n, f"{lent.why}, lent before (own facts still "

@@ -88,10 +88,12 @@ class Nodes:
     """The simulator, skill and planner nodes of one run, spun in a background thread."""
 
     def __init__(self, use_memory: bool, allow_analogies: bool = False,
-                 sim_start_s: float = SIM_START_S):
-        self.sim = SimNode(start_s=sim_start_s)
+                 sim_start_s: float = SIM_START_S, allow_priors: bool = False,
+                 physics_of: dict[str, str] | None = None):
+        self.sim = SimNode(start_s=sim_start_s, physics_of=physics_of)
         self.skill = GraspSkillNode(self.sim, publish=use_memory)
-        self.planner = PlannerNode(use_memory, allow_analogies=allow_analogies)
+        self.planner = PlannerNode(use_memory, allow_analogies=allow_analogies,
+                                   allow_priors=allow_priors)
         self.identity: IdentityStatus | None = None
         self.planner.create_subscription(IdentityStatus, "identity_status",
                                          lambda msg: setattr(self, "identity", msg),

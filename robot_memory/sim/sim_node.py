@@ -17,9 +17,15 @@ SIM_START_S = 1000.0
 
 
 class SimNode(Node):
-    def __init__(self, rate: float = 5.0, start_s: float = SIM_START_S):
+    """`physics_of` maps a target class to the object whose physics this world gives it:
+    another site may stock, under the same class name, an object that behaves otherwise
+    (the transfer experiments' misleading fleet prior)."""
+
+    def __init__(self, rate: float = 5.0, start_s: float = SIM_START_S,
+                 physics_of: dict[str, str] | None = None):
         super().__init__("sim_world")
         self.world = GraspWorld()
+        self.physics_of = dict(physics_of or {})
         self.rate = rate
         self._lock = threading.Lock()  # one attempt at a time; the clock waits for it
         self._sim_ns = int(start_s * 1e9)
@@ -39,7 +45,8 @@ class SimNode(Node):
         """Step the physics through one attempt; returns the outcome and the sim time (ns)
         at which it ended (the attempt's duration is added to the clock)."""
         with self._lock:
-            outcome = self.world.attempt(target, force_n, episode_seed)
+            outcome = self.world.attempt(self.physics_of.get(target, target), force_n,
+                                         episode_seed)
             self._sim_ns += int(outcome.duration_s * 1e9)
             self._last_wall = time.monotonic()  # the wall time spent stepping is not idle
             self._publish_clock()
@@ -48,7 +55,7 @@ class SimNode(Node):
     def weigh(self, target: str, episode_seed: int) -> float:
         """The table scale's reading of this episode's object (kg), before the grasp."""
         with self._lock:
-            return self.world.weigh(target, episode_seed)
+            return self.world.weigh(self.physics_of.get(target, target), episode_seed)
 
     def now_ns(self) -> int:
         with self._lock:

@@ -85,9 +85,9 @@ def test_the_database_not_the_query_keeps_other_embodiments_out(fleet):
     # Asking for the other embodiment by name finds nothing either.
     assert fleet_priors(url, fleet.identity["a"], OTHER) == []
     # The owner sees that c's facts exist: the filter above is the policy's doing.
-    assert run_as(fleet.url(fleet.owner), f"SELECT count(*) > 0 FROM semantic_facts WHERE "
-                                            f"identity_hash = '{fleet.identity['c']}'") \
-        == [(True,)]
+    c_facts = f"SELECT count(*) > 0 FROM semantic_facts WHERE " \
+              f"identity_hash = '{fleet.identity['c']}'"
+    assert run_as(fleet.url(fleet.owner), c_facts) == [(True,)]
 
 
 @pytest.mark.parametrize("statement", [

@@ -60,3 +60,29 @@ def test_the_lent_force_is_kept_only_while_own_facts_are_candidates():
     assert decide(GroundingResult("ABSTAIN", "no_fact"), 5.0, lent=lent).action == EXPLORE
     own = decide(answer(0.0, 6), 5.0, lent=lent)  # its own fact answers: the rule is its own
     assert own.action == SKIP
+
+
+def prior_answer(*sources, blended=0.8, prior_n=20, own_n=0):
+    from robot_memory.msg import Prior, PriorSource
+    prior = Prior(skill_id="manipulation.grasp", target_class="glass_cup",
+                  blended_success_rate=blended, prior_n=prior_n, own_n=own_n)
+    for agent, n, force in sources:
+        fact = SemanticFact(kind="skill_success_rate", n_observations=n)
+        if force is not None:
+            fact.recommended_parameters = [KeyValue(key="force_n", value=force)]
+        prior.sources.append(PriorSource(identity_hash=agent * 64, agent_id=agent, fact=fact))
+    return GroundingResult("PRIOR", "no_fact", priors=(prior,))
+
+
+def test_a_prior_lends_the_most_experienced_siblings_force_never_its_own_knowledge():
+    decision = decide(prior_answer(("a", 5, 30.0), ("b", 12, 20.0)), 10.0)
+    assert (decision.action, decision.force_n, decision.lent_from) == (BORROW, 20.0, "b")
+    assert "fleet prior from b (n 12)" in decision.why
+
+
+def test_a_prior_with_no_working_force_explores_until_the_fleet_has_seen_enough():
+    assert decide(prior_answer(("a", 3, None), blended=0.0, prior_n=3), 10.0).action == EXPLORE
+    decision = decide(prior_answer(("a", 12, None), blended=0.0, prior_n=12), 10.0)
+    assert decision.action == SKIP and "12 fleet and 0 own attempts" in decision.why
+    assert decide(prior_answer(("a", 12, None), blended=0.7, prior_n=12), 10.0).action == \
+        EXPLORE

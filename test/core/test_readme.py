@@ -331,3 +331,50 @@ def test_readme_and_validation_page_transfer_figures_are_the_sim_file():
     validation = _words((DOCS / "validation.md").read_text())
     for name in ("similar", "saved", "answers", "own", "misleading", "borrowed", "takeover"):
         assert figures[name] in validation, (name, figures[name])
+
+
+def _priors_figures() -> dict[str, str]:
+    """The fleet-prior figures of bench/results/sim_transfer.json, as the README and
+    docs/validation.md write them."""
+    result = _result("sim_transfer")
+    joins = result["experiments"]["priors"]
+    effect, saved = joins["effect"], joins["effect"]["saved_per_episode"]
+    misleading = result["misleading"]["priors"]
+    ((target, arms),) = misleading["per_object"].items()
+    with_, without = arms["with"], arms["without"]
+    forces = " / ".join(f"{f:g}" for f in with_["borrowed_forces_n"])
+    return {
+        "readme_joins": f"| {effect['unproductive_with']} against "
+                        f"{effect['unproductive_without']} (-{effect['reduction'] * 100:.1f} %) |",
+        "readme_misleading": f"| {with_['unproductive']} against {without['unproductive']}; "
+                             f"own fact from attempt {with_['episode_own_fact_first_served']} |",
+        "joins": f"{effect['unproductive_without']} unproductive attempts without priors and "
+                 f"{effect['unproductive_with']} with them, over {joins['episodes']} episodes",
+        "saved": f"{saved['mean']:.3f} unproductive attempts saved per episode (95 % BCa CI "
+                 f"{saved['ci95'][0]:.3f} to {saved['ci95'][1]:.3f})",
+        "answers": f"{joins['prior_answers_with']} PRIOR answers",
+        "misleading": f"{target}: {without['unproductive']} unproductive attempts without "
+                      f"priors, {with_['unproductive']} with them",
+        "borrowed": f"{with_['borrowed_unproductive']} of its {with_['borrowed_attempts']} "
+                    f"attempts at the borrowed {forces} N failed",
+        "takeover": f"its own fact was served from attempt "
+                    f"{with_['episode_own_fact_first_served']}, no prior was served after "
+                    f"that, and the first success came at attempt "
+                    f"{with_['episode_of_first_success']} (without priors: "
+                    f"{without['episode_of_first_success']})",
+    }
+
+
+def test_readme_and_validation_page_prior_figures_are_the_sim_file():
+    figures = _priors_figures()
+    rows = {line.split("|")[1].strip(): line for line in README.splitlines()
+            if line.startswith("| ") and line.count("|") == 4}
+    assert figures["readme_joins"] in rows[
+        "MuJoCo, a second robot of the same arm joins: unproductive attempts, with fleet "
+        "priors against without"]
+    assert figures["readme_misleading"] in rows[
+        "MuJoCo, a site whose glass_cup cracks at the first robot's force: the same, "
+        "misleading prior"]
+    validation = _words((DOCS / "validation.md").read_text())
+    for name in ("joins", "saved", "answers", "misleading", "borrowed", "takeover"):
+        assert figures[name] in validation, (name, figures[name])

@@ -109,7 +109,9 @@ def grounding_request_from_msg(request) -> GroundingRequest:
                             allow_priors=bool(request.allow_priors))
 
 
-def analogy_to_msg(analogy: Analogy) -> AnalogyMsg:
+def analogy_to_msg(analogy: Analogy, fact_msg=fact_to_msg) -> AnalogyMsg:
+    """`fact_msg`: how a lent fact becomes a message (the grounding server passes its
+    cache of fact messages, kept between passes)."""
     msg = AnalogyMsg(target_class=analogy.target_class, distance=float(analogy.distance))
     msg.properties = [AnalogyProperty(name=p.name, query_value=float(p.query_value),
                                       query_source=p.query_source,
@@ -117,11 +119,12 @@ def analogy_to_msg(analogy: Analogy) -> AnalogyMsg:
                                       case_fact_id=int(p.case_fact.id),
                                       scale=float(p.scale.value), scale_source=p.scale.source)
                       for p in analogy.properties]
-    msg.facts = [fact_to_msg(f) for f in analogy.facts]
+    msg.facts = [fact_msg(f) for f in analogy.facts]
     return msg
 
 
-def prior_to_msg(prior: Prior) -> PriorMsg:
+def prior_to_msg(prior: Prior, fact_msg=fact_to_msg) -> PriorMsg:
+    """`fact_msg`: as for analogy_to_msg (the sources' facts live as long as the priors)."""
     msg = PriorMsg(skill_id=prior.skill_id, target_class=prior.target_class,
                    environment=prior.environment, prior_n=prior.prior_n,
                    prior_successes=prior.prior_successes,
@@ -130,6 +133,6 @@ def prior_to_msg(prior: Prior) -> PriorMsg:
                    blended_success_rate=float(prior.blended_success_rate),
                    own_share=float(prior.own_share))
     msg.sources = [PriorSource(identity_hash=s.identity_hash, agent_id=s.agent_id,
-                               origin=s.origin, fact=fact_to_msg(s.fact))
+                               origin=s.origin, fact=fact_msg(s.fact))
                    for s in prior.sources]
     return msg

@@ -195,8 +195,9 @@ class GroundingServer(ManagedMemoryNode):
         response.status, response.reason_code, response.reason = (
             answer.status, answer.reason_code, answer.reason)
         response.facts = [self._fact_messages.of(f) for f in answer.facts]
-        response.analogies = [analogy_to_msg(a) for a in answer.analogies]
-        response.priors = [prior_to_msg(p) for p in answer.priors]
+        response.analogies = [analogy_to_msg(a, self._fact_messages.of)
+                              for a in answer.analogies]
+        response.priors = [prior_to_msg(p, self._fact_messages.of) for p in answer.priors]
         self.answers += 1
         if answer.status == ANALOGY:
             self.analogy_answers += 1

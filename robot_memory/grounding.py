@@ -254,7 +254,8 @@ class GroundingIndex:
         request that allows priors, the fleet's evidence of the same target rides along
         an OK and turns ABSTAIN no_fact or only_candidates into PRIOR; for a request that
         allows analogies, ABSTAIN no_fact about a target becomes ANALOGY or ABSTAIN
-        no_close_case. Never raises for a request: bad input is an answer."""
+        no_close_case, and ABSTAIN only_candidates (the robot's own attempts, still too
+        few to serve) becomes ANALOGY or stays as it is. Never raises for a request: bad input is an answer."""
         problem = validate_request(req)
         if problem is not None:
             return problem
@@ -264,7 +265,8 @@ class GroundingIndex:
             with_priors = self._with_priors(req, answer, priors)
             if with_priors is not None:
                 return with_priors
-        if req.allow_analogies and answer.reason_code == REASON_NO_FACT and \
+        if req.allow_analogies and answer.status == ABSTAIN and \
+                answer.reason_code in (REASON_NO_FACT, REASON_ONLY_CANDIDATES) and \
                 req.target_class and _asks_for_skill_facts(req):
             return self._analogy_answer(req, answer, analogies)
         return answer
@@ -348,8 +350,10 @@ class GroundingIndex:
     def _analogy_answer(self, req: GroundingRequest, own: GroundingAnswer,
                         settings: AnalogySettings) -> GroundingAnswer:
         """ANALOGY with the facts of the nearest known targets that have facts of the
-        skill, or ABSTAIN no_close_case. `own` (ABSTAIN no_fact) keeps its context facts
-        about the asked target: they are the robot's own."""
+        skill, or ABSTAIN no_close_case (`own` itself, its reason extended, when `own` is
+        only_candidates: the robot's own word stands). `own` (ABSTAIN no_fact or
+        only_candidates) keeps its context facts about the asked target: they are the
+        robot's own, and so is its reason_code."""
         if not settings.enabled:
             return replace(own, reason=f"{own.reason}; analogies are off on this server")
         known = self.known_properties()
@@ -360,6 +364,8 @@ class GroundingIndex:
                      for name, value in req.target_properties)
 
         def no_close_case(why: str) -> GroundingAnswer:
+            if own.reason_code == REASON_ONLY_CANDIDATES:
+                return replace(own, reason=f"{own.reason}; no analogy: {why}")
             return GroundingAnswer(ABSTAIN, REASON_NO_CLOSE_CASE, f"{own.reason}, and {why}",
                                    own.facts)
 
@@ -383,7 +389,7 @@ class GroundingIndex:
                                  f"is within distance {settings.max_distance:g} of "
                                  f"{req.target_class} (on {', '.join(compared)})")
         nearest = ", ".join(f"{a.target_class} at {a.distance:g}" for a in found)
-        return GroundingAnswer(ANALOGY, REASON_NO_FACT,
+        return GroundingAnswer(ANALOGY, own.reason_code,
                                f"{own.reason}; analogies (not this robot's knowledge of "
                                f"{req.target_class}): {nearest}", own.facts, tuple(found))
 

@@ -411,3 +411,19 @@ def test_a_patch_that_only_moves_values_equals_a_rebuilt_table():
     assert list(patched.nearest(query, 10.0, "")) == list(rebuilt.nearest(query, 10.0, ""))
     assert old.properties_of("b_cup")["mass_kg"][0] == 0.3  # left as it was
     assert old.columns["mass_kg"][1] == 0.3
+
+
+def test_own_attempts_too_few_to_serve_still_get_analogies_and_keep_their_reason(part):
+    # glass_jar tried twice: a candidate fact of the robot's own, not servable yet.
+    part.append_many([result(200 + i, target="glass_jar", force=5.0, success=False)
+                      for i in range(2)])
+    consolidation_pass(part, RulesConfig(promotion_min_observations=3))
+    index = GroundingIndex(IDENT, part.facts())
+    assert index.lookup(GroundingRequest(GRASP, "glass_jar")).reason_code == "only_candidates"
+    answer = index.lookup(ask())
+    assert (answer.status, answer.reason_code) == (ANALOGY, "only_candidates")
+    assert [a.target_class for a in answer.analogies] == ["glass_cup"]
+    assert all(f.kind != "skill_success_rate" for f in answer.facts)  # its own: context only
+    far = index.lookup(ask(mass=5.0))
+    assert (far.status, far.reason_code) == (ABSTAIN, "only_candidates")
+    assert "; no analogy: no known target" in far.reason and far.analogies == ()

@@ -1,8 +1,9 @@
 """robot_memory: episodic-to-semantic memory for ROS 2 robots, without identity drift.
 
-The core (manifest, store, consolidation, grounding, CLI, everything but the modules
-below) imports no rclpy. rclpy is used only by the nodes (``robot_memory.ros``), the
-planner-side ``robot_memory.client`` and the demo runner ``robot_memory.demo.run_demo``.
+The core (manifest, store, consolidation, grounding, CLI, everything but the packages
+below) imports no rclpy. rclpy is used only in ``robot_memory.ros`` (the nodes and the
+planner-side ``robot_memory.ros.client``) and in the two adapter packages
+``robot_memory.demo`` (the make-run scenario) and ``robot_memory.sim`` (MuJoCo).
 """
 
 import pkgutil

@@ -255,7 +255,8 @@ class GroundingIndex:
         an OK and turns ABSTAIN no_fact or only_candidates into PRIOR; for a request that
         allows analogies, ABSTAIN no_fact about a target becomes ANALOGY or ABSTAIN
         no_close_case, and ABSTAIN only_candidates (the robot's own attempts, still too
-        few to serve) becomes ANALOGY or stays as it is. Never raises for a request: bad input is an answer."""
+        few to serve) becomes ANALOGY or stays as it is. Never raises for a request: bad
+        input is an answer."""
         problem = validate_request(req)
         if problem is not None:
             return problem

@@ -10,7 +10,7 @@ from __future__ import annotations
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from robot_memory.client import GroundingClient
+from robot_memory.ros.client import GroundingClient
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.qos import FACTS_QOS
 from robot_memory.sim.episodes import Episode

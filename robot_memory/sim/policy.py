@@ -82,7 +82,7 @@ def borrow_prior(answer, exploration_force_n: float,
 
 def decide(answer, exploration_force_n: float, config: PolicyConfig = PolicyConfig(),
            lent: Decision | None = None) -> Decision:
-    """`answer` is a GroundingResult (robot_memory.client); its facts are SemanticFact
+    """`answer` is a GroundingResult (robot_memory.ros.client); its facts are SemanticFact
     messages (success_rate, n_observations, recommended_parameters). `lent`: the last
     BORROW decision for this target, if any."""
     if answer is not None and answer.status == ANALOGY:

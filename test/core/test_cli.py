@@ -69,35 +69,6 @@ def test_errors_are_one_line_and_non_zero(tmp_path, db_url):
     assert "Traceback" not in result.stderr
 
 
-# The modules that use rclpy (DEVELOPING.md's layout says so); every other
-# module of the package is the core and must import with rclpy unavailable.
-ROS_MODULES = ("robot_memory.ros", "robot_memory.client", "robot_memory.demo.run_demo",
-               "robot_memory.sim.grasp_skill", "robot_memory.sim.planner",
-               "robot_memory.sim.run_sim",
-               "robot_memory.sim.sim_node", "robot_memory.sim.__main__")
-
-
-def test_core_imports_without_rclpy():
-    code = ("import importlib, pkgutil, sys; sys.modules['rclpy'] = None\n"
-            "import robot_memory\n"
-            "names = [m.name for m in pkgutil.walk_packages(robot_memory.__path__, "
-            "'robot_memory.') if not m.name.startswith(%r)]\n"
-            "for name in names: importlib.import_module(name)\n"
-            "print(len(names))") % (ROS_MODULES,)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert int(out.stdout) >= 30  # the whole core, not a few modules
-
-
-def test_the_ros_side_does_need_rclpy():
-    for module in ROS_MODULES:
-        code = f"import sys; sys.modules['rclpy'] = None\nimport importlib\n" \
-               f"importlib.import_module({module!r} if {module!r} != 'robot_memory.ros' " \
-               f"else 'robot_memory.ros.spin')"
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        assert out.returncode != 0 and "rclpy" in out.stderr, module
-
-
 def test_ingest_refuses_hostile_lines_one_by_one_and_stores_the_rest(tmp_path, manifest_file,
                                                                      db_url):
     """A stamp past int64 nanoseconds, a line of 2 MB, JSON nested 100,000 deep, a

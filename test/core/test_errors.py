@@ -17,7 +17,7 @@ from robot_memory import errors
 from robot_memory.errors import (InputError, RobotMemoryError, StoreFailure,
                                  StoreIntegrityError, StoreLocked, from_foreign)
 
-ROS_MODULES = ("robot_memory.ros", "robot_memory.client", "robot_memory.demo.run_demo")
+from test_ros_boundary import ROS_PACKAGES as ROS_MODULES  # noqa: E402
 
 
 def _core_modules():

@@ -17,7 +17,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_memory.bringup import Stack
-from robot_memory.client import GroundingClient
+from robot_memory.ros.client import GroundingClient
 from robot_memory.manifest import load_manifest
 from robot_memory.msg import ExecutionResult, IdentityStatus, KeyValue, SemanticFactArray
 from robot_memory.ros.matching import wait_for_subscriber

@@ -1,7 +1,7 @@
 """`ground` over DDS for a target the robot never handled: ANALOGY when the planner asks,
 today's ABSTAIN no_fact when it does not, and `explain` shows the analogy was served."""
 
-from robot_memory.client import format_analogy_block
+from robot_memory.ros.client import format_analogy_block
 from robot_memory.msg import KeyValue
 from robot_memory.srv import ExplainFact, GroundingQuery
 

@@ -3,7 +3,7 @@ robot never handled, the prior beside OK once its own evidence is servable, toda
 answer for a planner that does not ask, a refused source counted, every answer
 audited with whose facts it served."""
 
-from robot_memory.client import format_prior_block
+from robot_memory.ros.client import format_prior_block
 from robot_memory.consolidation import consolidation_pass
 from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory.evidence.bundle import export_bundle

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from robot_memory.client import GroundingClient
+from robot_memory.ros.client import GroundingClient
 from robot_memory.event_kinds import EXECUTION_RESULT, FACT_CONSULTATION
 from robot_memory.ros.spin import _StopRequest
 from robot_memory.store import MemoryStore, verify_chain

@@ -2,7 +2,7 @@
 
 import math
 
-from robot_memory.client import GroundingResult
+from robot_memory.ros.client import GroundingResult
 from robot_memory.msg import KeyValue, SemanticFact
 from robot_memory.sim.policy import BORROW, EXPLOIT, EXPLORE, SKIP, PolicyConfig, decide
 

@@ -54,17 +54,36 @@ class OutcomeRow(NamedTuple):
     min_seq: int
 
 
+class ParameterCount(NamedTuple):
+    """How many results of one outcome group used one value of one parameter."""
+
+    skill_id: str
+    target_class: str
+    environment: str
+    success: bool
+    failure_reason: str
+    name: str
+    value_repr: str
+    count: int
+
+
+class ObservationCount(NamedTuple):
+    """How many results observed one value of one property of a target, and the newest."""
+
+    target_class: str
+    name: str
+    value_repr: str
+    count: int
+    max_event_id: int
+    max_stamp_ns: int
+
+
 @dataclass
 class ValueBatch:
-    """Some of a range's parameters and observations, aggregated (value x count).
+    """Some of a range's parameters and observations, aggregated (value x count)."""
 
-    parameters: (skill_id, target_class, environment, success, failure_reason, name,
-      value_repr, count)
-    observations: (target_class, name, value_repr, count, max id, max stamp)
-    """
-
-    parameters: list[tuple]
-    observations: list[tuple]
+    parameters: list[ParameterCount]
+    observations: list[ObservationCount]
 
 
 @dataclass
@@ -90,9 +109,9 @@ def one_result_aggregates(payload: dict, stamp_ns: int, event_id: int, bucket_ns
     skill, target, environment, _zone, success, reason = combo[:6]
     outcome = OutcomeRow(combo[7] or None, *combo[:7], stamp_ns // bucket_ns, 1, event_id,
                          event_id, stamp_ns, 0)
-    parameters = [(skill, target, environment, success, reason, name, value, 1)
+    parameters = [ParameterCount(skill, target, environment, success, reason, name, value, 1)
                   for source, name, value in values if source == PARAMETER]
-    observations = [(target, name, value, 1, event_id, stamp_ns)
+    observations = [ObservationCount(target, name, value, 1, event_id, stamp_ns)
                     for source, name, value in values if source == OBSERVATION and target]
     return ResultAggregates([outcome], [ValueBatch(parameters, observations)])
 
@@ -191,11 +210,11 @@ class ResultAggregation:
                     name, value = sys.intern(name), sys.intern(value)
                     skill, target, environment, _zone, success, reason = combo[:6]
                     if source == PARAMETER:
-                        batch.parameters.append((skill, target, environment, success, reason,
-                                                 name, value, count))
+                        batch.parameters.append(ParameterCount(
+                            skill, target, environment, success, reason, name, value, count))
                     elif target:
-                        batch.observations.append((target, name, value, count, max_id,
-                                                   max_stamp))
+                        batch.observations.append(ObservationCount(
+                            target, name, value, count, max_id, max_stamp))
                 yield batch
 
         # One int object per time bucket, not one per row: the rules keep them as keys of

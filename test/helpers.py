@@ -57,3 +57,20 @@ def recompute_chain_from(db_url, identity, seq, new_payload_json):
                  (identity, len(rows), last_id, prev))
     conn.commit()
     conn.close()
+
+
+MANIFEST_TEMPLATE = """agent_id: {agent}
+embodiment: {embodiment}
+capability_registry_hash: {h}
+policy_version: grasp-policy-2.4.1
+safety_envelope_hash: {h}
+planner_contract_version: planner-contract-1.2
+operator: test-lab
+"""
+
+
+def write_manifest(folder, agent: str, embodiment: str = "ur5e+robotiq_2f85"):
+    """A valid manifest file for robot `agent` of `embodiment` (identities differ by agent)."""
+    path = folder / f"{agent}.yaml"
+    path.write_text(MANIFEST_TEMPLATE.format(agent=agent, embodiment=embodiment, h="3f" * 32))
+    return path

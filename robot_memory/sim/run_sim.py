@@ -43,15 +43,8 @@ DEFAULT_SEED = 20260524
 BOOTSTRAP = {"n_resamples": 2000, "method": "BCa", "random_state": 20260524}
 
 
-@dataclass(frozen=True)
-class Step:
-    episode: int
-    target: str
-    action: str
-    force_n: float
-    success: bool
-    failure_reason: str
-    why: str
+class Attempted:
+    """What an episode's record says of its attempt (its `action` and `success`)."""
 
     @property
     def attempted(self) -> bool:
@@ -60,6 +53,17 @@ class Step:
     @property
     def unproductive(self) -> bool:
         return self.attempted and not self.success
+
+
+@dataclass(frozen=True)
+class Step(Attempted):
+    episode: int
+    target: str
+    action: str
+    force_n: float
+    success: bool
+    failure_reason: str
+    why: str
 
 
 def _say(text: str) -> None:
@@ -115,6 +119,18 @@ class Nodes:
             node.destroy_node()
 
 
+def wait_stack_ready(nodes: Nodes) -> None:
+    """Identity verified, `ground` answering and the logger subscribed to the skill."""
+    _wait(lambda: nodes.identity is not None, 60, "manifest_verifier's identity_status")
+    if nodes.identity.state != IdentityStatus.VERIFIED:
+        raise RuntimeError(f"identity not verified: {nodes.identity.reason}")
+    _wait(lambda: nodes.planner.grounding.wait_for_service(0.1), 60, "the 'ground' service")
+    _wait(lambda: nodes.planner.grounding.query("manipulation.grasp").status
+          != "IDENTITY_UNVERIFIED", 60, "the memory nodes to activate")
+    if not wait_for_subscriber(nodes.skill.results, 60):
+        raise TimeoutError("episodic_logger did not subscribe to execution_results")
+
+
 def run_without_memory(stream: list[Episode]) -> list[Step]:
     nodes = Nodes(use_memory=False)
     try:
@@ -135,14 +151,7 @@ def run_with_memory(stream: list[Episode], block: int, workdir: Path, period_s: 
     nodes = Nodes(use_memory=True)
     started = time.monotonic()
     try:
-        _wait(lambda: nodes.identity is not None, 60, "manifest_verifier's identity_status")
-        if nodes.identity.state != IdentityStatus.VERIFIED:
-            raise RuntimeError(f"identity not verified: {nodes.identity.reason}")
-        _wait(lambda: nodes.planner.grounding.wait_for_service(0.1), 60, "the 'ground' service")
-        _wait(lambda: nodes.planner.grounding.query("manipulation.grasp").status
-              != "IDENTITY_UNVERIFIED", 60, "the memory nodes to activate")
-        if not wait_for_subscriber(nodes.skill.results, 60):
-            raise TimeoutError("episodic_logger did not subscribe to execution_results")
+        wait_stack_ready(nodes)
         timings["stack_ready_s"] = round(time.monotonic() - started, 1)
         steps = []
         for start in range(0, len(stream), block):

@@ -9,11 +9,9 @@ import time
 from pathlib import Path
 
 from robot_memory.bringup import Stack
-from robot_memory.msg import IdentityStatus
-from robot_memory.ros.matching import wait_for_subscriber
 from robot_memory.sim.episodes import Episode
 from robot_memory.sim.policy import SKIP
-from robot_memory.sim.run_sim import Nodes, _wait
+from robot_memory.sim.run_sim import Nodes, _wait, wait_stack_ready
 from robot_memory.sim.transfer_steps import TransferStep
 from robot_memory.srv import Consolidate
 
@@ -58,14 +56,7 @@ def consolidate_client(nodes: Nodes):
 def wait_ready(nodes: Nodes, observations: int) -> None:
     """Identity verified, `ground` answering, the logger subscribed, and the facts
     snapshot (covering `observations` attempts) received."""
-    _wait(lambda: nodes.identity is not None, 60, "manifest_verifier's identity_status")
-    if nodes.identity.state != IdentityStatus.VERIFIED:
-        raise RuntimeError(f"identity not verified: {nodes.identity.reason}")
-    _wait(lambda: nodes.planner.grounding.wait_for_service(0.1), 60, "the 'ground' service")
-    _wait(lambda: nodes.planner.grounding.query("manipulation.grasp").status
-          != "IDENTITY_UNVERIFIED", 60, "the memory nodes to activate")
-    if not wait_for_subscriber(nodes.skill.results, 60):
-        raise TimeoutError("episodic_logger did not subscribe to execution_results")
+    wait_stack_ready(nodes)
     _wait(lambda: nodes.planner.observations_in_memory() >= observations, 60,
           f"the facts covering the {observations} learned attempts")
 

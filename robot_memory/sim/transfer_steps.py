@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from robot_memory.sim.episodes import Episode
-from robot_memory.sim.policy import SKIP
+from robot_memory.sim.run_sim import Attempted
 
 
 @dataclass(frozen=True)
-class TransferStep:
+class TransferStep(Attempted):
     """One held-out episode in one arm: what `ground` answered and what happened."""
 
     episode: int
@@ -26,14 +26,6 @@ class TransferStep:
     success: bool
     failure_reason: str
     why: str
-
-    @property
-    def attempted(self) -> bool:
-        return self.action != SKIP
-
-    @property
-    def unproductive(self) -> bool:
-        return self.attempted and not self.success
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy.exc import DBAPIError
 from test_postgres_roles import PERMISSION_DENIED, Fleet, cli, run_as
 
-from helpers import varied_events
+from helpers import varied_events, write_manifest
 from robot_memory.consolidation.consolidation_pass import consolidation_pass
 from robot_memory.grounding import PRIOR, GroundingIndex, GroundingRequest
 from robot_memory.manifest import load_manifest
@@ -15,14 +15,6 @@ from robot_memory.priors_sources import FLEET_ORIGIN, fleet_priors, load_priors
 from robot_memory.store import MemoryStore
 
 ARM, OTHER = "ur5e+robotiq_2f85", "franka_panda"
-MANIFEST = """agent_id: {agent}
-embodiment: {embodiment}
-capability_registry_hash: {h}
-policy_version: grasp-policy-2.4.1
-safety_envelope_hash: {h}
-planner_contract_version: planner-contract-1.2
-operator: test-lab
-"""
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +27,7 @@ def fleet(pg_server, tmp_path_factory):
     folder = tmp_path_factory.mktemp("manifests")
     fleet.identity, fleet.role = {}, {}
     for name, embodiment in (("a", ARM), ("b", ARM), ("c", OTHER)):
-        path = folder / f"{name}.yaml"
-        path.write_text(MANIFEST.format(agent=f"arm-{name}", embodiment=embodiment,
-                                        h="3f" * 32))
+        path = write_manifest(folder, f"arm-{name}", embodiment)
         fleet.identity[name] = load_manifest(path).identity_hash()
         fleet.role[name] = f"robot_{name}_{fleet.db[-8:]}"
         out = cli("db", "add-robot", "--db", owner, "--role", fleet.role[name],

@@ -22,23 +22,14 @@ from robot_memory.priors_sources import bundle_priors, load_priors
 from robot_memory.store import MemoryStore
 
 from helpers import result_event as result
+from helpers import write_manifest
 
 GRASP = "manipulation.grasp"
 CONFIG = RulesConfig(promotion_min_observations=5)
-MANIFEST = """agent_id: {agent}
-embodiment: {embodiment}
-capability_registry_hash: {h}
-policy_version: grasp-policy-2.4.1
-safety_envelope_hash: {h}
-planner_contract_version: planner-contract-1.2
-operator: test-lab
-"""
 
 
 def manifest_file(tmp_path, agent, embodiment="ur5e+robotiq_2f85"):
-    path = tmp_path / f"{agent}.yaml"
-    path.write_text(MANIFEST.format(agent=agent, embodiment=embodiment, h="3f" * 32))
-    return path
+    return write_manifest(tmp_path, agent, embodiment)
 
 
 def learned(store, identity, outcomes, target="glass_cup", force=25.0):

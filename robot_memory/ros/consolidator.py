@@ -15,7 +15,8 @@ from pathlib import Path
 from rclpy.clock import Clock, ClockType
 
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
-from robot_memory.consolidation.checkpoint import backlog, facts_at_checkpoint, facts_by_key
+from robot_memory.consolidation.checkpoint import (backlog, facts_at_checkpoint, facts_by_key,
+                                                   read_checkpoint)
 from robot_memory.consolidation.overrides import OverrideError, record_override
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.consolidation.rules import STATUS_ACTIVE
@@ -28,7 +29,7 @@ from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.fact_snapshot import FactSnapshot
 from robot_memory.ros.heap import release_freed_memory
-from robot_memory.ros.managed_node import ManagedMemoryNode
+from robot_memory.ros.managed_node import ActiveTimer, ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
@@ -65,34 +66,44 @@ class Consolidator(ManagedMemoryNode):
         self.compaction_error = ""
         self._archive_dir = Path(self.params["archive_dir"]) if self.params["archive_dir"] \
             else default_archive_dir(self.params["database_url"])
-        self.facts_publisher = self.create_publisher(SemanticFactArray, "facts", FACTS_QOS)
         self._snapshot = FactSnapshot()  # what `facts` carries, kept serialized
-        self.delta_publisher = self.create_publisher(SemanticFactArray, "facts_delta",
-                                                     FACTS_DELTA_QOS)
-        self.diagnostics = DiagnosticsPublisher(self)
+        self._run_event_id = 0  # the run the snapshot reflects
+        # Lifecycle publishers: they publish only while the node is active. Made here, not
+        # on configure, so subscribers have matched them before the first activation (a
+        # delta published before the grounding server matched it would be lost).
+        self.facts_publisher = self.create_lifecycle_publisher(SemanticFactArray, "facts",
+                                                               FACTS_QOS)
+        self.delta_publisher = self.create_lifecycle_publisher(SemanticFactArray,
+                                                               "facts_delta", FACTS_DELTA_QOS)
+        self.diagnostics = DiagnosticsPublisher(self)  # in every state: it says why
         wall = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
                           clock=wall)
         self.create_service(Consolidate, "consolidate", self.on_consolidate_request)
         self.create_service(Override, "override", self.on_override_request)
+        ActiveTimer(self, self.params["period_s"], self.on_pass_timer)  # the node clock
         if self.params["pass_after_new_events"] > 0:
-            self.create_timer(self.params["new_event_poll_period_s"], self.on_poll_timer,
-                              clock=wall)
+            ActiveTimer(self, self.params["new_event_poll_period_s"], self.on_poll_timer,
+                        clock=wall)
 
-    def start(self, identity_hash: str) -> None:
-        # Kept open between passes: a pass then never ends with the close-time checkpoint
-        # of the whole write-ahead log (see MemoryStore's keep_open).
+    def acquire(self, identity_hash: str) -> None:
+        """The store, kept open between passes: a pass then never ends with the
+        close-time checkpoint of the whole write-ahead log (see MemoryStore's keep_open);
+        and the facts snapshot, read from it."""
         self.partition = MemoryStore(self.params["database_url"],
                                      keep_open=True).partition(identity_hash)
         self._load_snapshot()
+
+    def start(self, identity_hash: str) -> None:
+        self._catch_up_snapshot()
         self.publish_snapshot()
-        self.active_entities.append(self.create_timer(self.params["period_s"],
-                                                      self.on_pass_timer))
         self.get_logger().info(f"consolidating every {self.params['period_s']} s "
                                f"(node clock), rules {self.config}")
 
-    def stop(self) -> None:
+    def release(self) -> None:
         partition, self.partition = self.partition, None
+        self._snapshot.replace_all(())
+        self._run_event_id = 0
         if partition is not None:
             partition.store.close()
 
@@ -101,7 +112,7 @@ class Consolidator(ManagedMemoryNode):
 
     def on_poll_timer(self) -> None:
         """Run early when enough events wait (a cheap read of the chain head)."""
-        if self.partition is None:
+        if not self.serving:
             return
         try:
             waiting, overrides = backlog(self.partition)
@@ -114,7 +125,7 @@ class Consolidator(ManagedMemoryNode):
             self.run_pass()
 
     def on_consolidate_request(self, request, response):
-        if self.partition is None:
+        if not self.serving:
             response.success, response.reason = False, f"inactive: {self.inactive_reason}"
             return response
         report = self.run_pass(apply=not request.dry_run)
@@ -130,7 +141,7 @@ class Consolidator(ManagedMemoryNode):
 
     def on_override_request(self, request, response):
         """Log the override, then apply it with a pass at once (facts and delta follow)."""
-        if self.partition is None:
+        if not self.serving:
             response.reason = f"inactive: {self.inactive_reason}"
             return response
         too_long = over_limit(request, OVERRIDE_LIMITS)
@@ -161,7 +172,7 @@ class Consolidator(ManagedMemoryNode):
     def run_pass(self, apply: bool = True):
         """One pass (or dry run); returns its report, or None if it failed or was paused
         (logged, and the reason kept in last_error)."""
-        if self.partition is None:
+        if not self.serving:
             return None
         try:
             self.store_size = store_size_bytes(self.partition.store)
@@ -246,6 +257,14 @@ class Consolidator(ManagedMemoryNode):
         self._snapshot.replace_all(fact_to_msg(f) for f in facts)
         self._run_event_id = run
 
+    def _catch_up_snapshot(self) -> None:
+        """Load the facts again if another process ran a pass while this node was
+        inactive (`robot-memory consolidate`, a second consolidator)."""
+        with self.partition.store.read() as conn:
+            newest = read_checkpoint(self.partition, conn).run_event_id
+        if newest != self._run_event_id:
+            self._load_snapshot()
+
     def publish_snapshot(self) -> None:
         self.facts_publisher.publish(self._snapshot.message(
             self.partition.identity_hash, self._run_event_id or 0, 0,
@@ -292,7 +311,7 @@ class Consolidator(ManagedMemoryNode):
                            "last_pass_conflicts": len(report.conflicts)})
             values.update({f"last_pass_skipped.{reason}": n
                            for reason, n in report.skipped.items()})
-        if self.partition is None:
+        if not self.serving:
             level, message = WARN, f"inactive: {self.inactive_reason}"
         elif self.guard.state(self.store_size) != GROWTH_OK:
             level, message = WARN, self.guard.describe(self.store_size)

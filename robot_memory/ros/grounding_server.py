@@ -1,14 +1,16 @@
 """grounding_server: the planner-facing `ground` service (GroundingQuery), read-only.
 
-Answers from an in-memory GroundingIndex: loaded from the store when the identity is
-verified, then patched with each pass's `facts_delta` and swapped in with one
-assignment. A delta that does not follow the run the index reflects means one was
-missed: the index is reloaded from the store (off the request path). No database query
+Answers from an in-memory GroundingIndex: loaded from the store when the node is
+configured, then patched with each pass's `facts_delta` and swapped in with one
+assignment (while inactive too, so it is current when the node is activated again). A
+delta that does not follow the run the index reflects means one was missed: the index
+is reloaded from the store (off the request path). No database query
 happens on the request path; every consultation is audited by a background writer.
 Requests that allow analogies may be answered ANALOGY from the same index
 (docs/analogies.md; parameters analogies_enabled, analogy_max_distance, analogy_k), and
 requests that allow priors get the fleet's evidence, read from priors_sources when the
-node activates (docs/priors.md).
+node is configured (docs/priors.md). Only while the node is active does `ground` answer
+from the index (and audit the answer); otherwise it answers IDENTITY_UNVERIFIED.
 """
 
 from __future__ import annotations
@@ -101,14 +103,30 @@ class GroundingServer(ManagedMemoryNode):
         except ExternalShutdownException:  # the process is stopping: nothing to report
             pass
 
-    def start(self, identity_hash: str) -> None:
+    def acquire(self, identity_hash: str) -> None:
+        """The store, the consultation audit writer, the fleet priors and the index."""
         partition = MemoryStore(self.params["database_url"]).partition(identity_hash)
         self.partition = partition
         self.audit = AuditWriter(partition, self.params["audit_queue_size"],
                                  self.params["audit_flush_period_s"])
         self.priors = self._load_priors(identity_hash)
         self._reload()
+
+    def start(self, identity_hash: str) -> None:
         self.get_logger().info(f"serving 'ground' from {self.index.size} facts")
+
+    def release(self) -> None:
+        """Flush what was answered into the audit, then let go of the index and the store
+        (under the index lock: a reload in the side thread must not bring it back)."""
+        with self._index_lock:
+            partition, self.partition = self.partition, None
+            self.index = None
+        self.priors, self.priors_refused = EMPTY_PRIORS, []
+        audit, self.audit = self.audit, None
+        if audit is not None:
+            audit.close()
+        if partition is not None:
+            partition.store.close()
 
     def _load_priors(self, identity_hash: str) -> PriorIndex:
         """The fleet's facts from priors_sources, each source checked against this
@@ -137,18 +155,15 @@ class GroundingServer(ManagedMemoryNode):
             self.get_logger().error(f"priors source refused: {why}")
         return priors
 
-    def stop(self) -> None:
-        self.index = None
-        if self.audit is not None:
-            self.audit.close()  # flush what was answered so far
-            self.audit = None
-
     def _reload(self) -> None:
         with self._index_lock:
-            with self.partition.store.read() as conn:
-                self.run_event_id = read_checkpoint(self.partition, conn).run_event_id
-                facts = self.partition.facts(conn=conn)
-            index = GroundingIndex(self.partition.identity_hash, facts)
+            partition = self.partition
+            if partition is None:  # released (cleanup) since this reload was asked for
+                return
+            with partition.store.read() as conn:
+                self.run_event_id = read_checkpoint(partition, conn).run_event_id
+                facts = partition.facts(conn=conn)
+            index = GroundingIndex(partition.identity_hash, facts)
             if self.analogy_settings.enabled:  # built here, not by the first request
                 index.known_properties()
             self.index = index
@@ -175,10 +190,12 @@ class GroundingServer(ManagedMemoryNode):
                 self.run_event_id = msg.run_event_id
 
     def on_ground_request(self, request, response):
-        index = self.index  # one read: the whole answer comes from one snapshot
-        audit = self.audit
-        # An id only for an answer that is audited: while inactive there is no store to
-        # write to (no verified identity), nothing was consulted, and the id stays empty.
+        # One read: the whole answer comes from one snapshot. Configured but inactive,
+        # the index exists but is not served.
+        index = self.index if self.serving else None
+        audit = self.audit if index is not None else None
+        # An id only for an answer that is audited: while inactive nothing is consulted
+        # and nothing written, and the id stays empty.
         response.consultation_id = self._consultation_ids.next() if audit is not None else ""
         too_long = over_limit(request, request_limits.GROUND)
         if too_long is not None:  # refused unread, whoever asks
@@ -222,7 +239,7 @@ class GroundingServer(ManagedMemoryNode):
         return response
 
     def on_explain_request(self, request, response):
-        partition = self.partition if self.index is not None else None
+        partition = self.partition if self.serving else None
         if partition is None:
             response.found, response.reason = False, f"inactive: {self.inactive_reason}"
             return response
@@ -280,9 +297,10 @@ class GroundingServer(ManagedMemoryNode):
         if self.audit is not None:
             values.update({"audit_written": self.audit.written, "audit_queue": self.audit.depth,
                            "audit_overflowed": self.audit.overflowed})
-        level = DIAG_OK if self.index is not None and not (self.audit and self.audit.overflowed) \
+        serving = self.serving and self.index is not None
+        level = DIAG_OK if serving and not (self.audit and self.audit.overflowed) \
             and not self.priors_refused else WARN
-        message = "serving" if self.index is not None else f"inactive: {self.inactive_reason}"
+        message = "serving" if serving else f"inactive: {self.inactive_reason}"
         if self.audit and self.audit.overflowed:
             message += f"; {self.audit.overflowed} consultation audit records overflowed"
         if self.priors_refused:

@@ -33,12 +33,14 @@ def test_no_module_outside_the_ros_folders_imports_ros():
 
 
 def test_core_imports_without_rclpy():
+    # The source tree's modules only: a colcon install beside it on the package path may
+    # still hold copies of modules that have moved since it was built.
     code = ("import importlib, pkgutil, sys; sys.modules['rclpy'] = None\n"
             "import robot_memory\n"
-            "names = [m.name for m in pkgutil.walk_packages(robot_memory.__path__, "
+            "names = [m.name for m in pkgutil.walk_packages([%r], "
             "'robot_memory.') if not m.name.startswith(%r)]\n"
             "for name in names: importlib.import_module(name)\n"
-            "print(len(names))") % (ROS_PACKAGES,)
+            "print(len(names))") % (str(PACKAGE), ROS_PACKAGES)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) >= 60

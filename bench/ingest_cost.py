@@ -3,7 +3,7 @@
 Measured in this process, on a fresh SQLite store, in the batches the logger writes at
 1000 results/s (one per intake round, `intake_period_s` 0.2: 200 results):
 - intake: what the intake thread does with a result once rclpy has handed it the bytes,
-  as EpisodicLogger.on_execution_result does it without the node: read the fields from
+  as EpisodicLogger.take_arrived does it without the node: read the fields from
   the CDR, validate, queue the round (Ingest.take_event, Ingest.submit_events);
 - writer: the Ingest writer thread appending those batches (this process's CPU while
   the intake thread only waits for the flush);

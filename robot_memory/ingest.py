@@ -210,10 +210,9 @@ class Ingest:
                 self.rejected["backlog_full"] += refused
                 events = events[:room]
             self.accepted += len(events)
-            seq, queue = self._next_seq, self._queue
-            for seq, event in enumerate(events, start=seq + 1):
-                queue.append(_Item(event, seq))
-            self._next_seq = seq
+            first = self._next_seq + 1
+            self._queue.extend(map(_Item, events, range(first, first + len(events))))
+            self._next_seq += len(events)
         return refused
 
     def record(self, record: ExecutionRecord) -> Future:

@@ -4,7 +4,6 @@ field and the category, never the value."""
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
@@ -83,18 +82,23 @@ _ANY = re.compile("|".join(
 _DIGIT = re.compile(r"\d")
 
 
-def _may_be_sensitive(text: str) -> bool:
-    if len(text) <= _CACHED_LENGTH:  # names and ids repeat in every result: remember them
-        return _may_be_sensitive_short(text)
-    return _search_any(text)
-
-
-def _search_any(text: str) -> bool:
-    return _ANY.search(text) is not None or len(_DIGIT.findall(text)) >= 8
-
-
+# Short texts found clean: names and ids repeat in every result, and a set lookup is
+# cheaper than a cached call. Bounded: emptied when full (a flood of distinct texts
+# costs only their searches), at most 2,048 texts of 128 characters (< 1 MB).
+_CLEAN: set[str] = set()
 _CACHED_LENGTH = 128
-_may_be_sensitive_short = functools.lru_cache(maxsize=2048)(_search_any)  # < 1 MB
+_CACHED_AT_MOST = 2048
+
+
+def _may_be_sensitive(text: str) -> bool:
+    """For a text not in _CLEAN (find_sensitive looks there first)."""
+    if _ANY.search(text) is not None or len(_DIGIT.findall(text)) >= 8:
+        return True
+    if len(text) <= _CACHED_LENGTH:
+        if len(_CLEAN) >= _CACHED_AT_MOST:
+            _CLEAN.clear()
+        _CLEAN.add(text)
+    return False
 
 
 @dataclass(frozen=True)
@@ -111,16 +115,17 @@ def find_sensitive(data: dict) -> Finding | None:
     finding into InvalidRecord (`privacy_<category>`)."""
     # Fields in order, keys of a mapping after its name; no list of texts is built: this
     # runs on every result.
+    clean = _CLEAN
     for name, value in data.items():
         if isinstance(value, str):
-            if value and _may_be_sensitive(value):
+            if value and value not in clean and _may_be_sensitive(value):
                 category = _category(value)
                 if category is not None:
                     return Finding(name, category)
         elif isinstance(value, dict):
             for key in value:
-                text = str(key)
-                if text and _may_be_sensitive(text):
+                text = key if type(key) is str else str(key)
+                if text and text not in clean and _may_be_sensitive(text):
                     category = _category(text)
                     if category is not None:
                         return Finding(f"{name} key", category)

@@ -20,7 +20,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")
 MAX_TEXT = 256
 MAX_NOTES = 2048
 MAX_VALUES = 64
-MAX_KEY = MAX_TEXT  # a parameter's or observation's name
+MAX_KEY = MAX_TEXT  # a parameter's or observation's name (_plain_name relies on it)
 MAX_STAMP_NS = 2**63 - 1  # what the store's 64-bit time columns hold
 # The refusal of a result that says both: success true and a failure_reason.
 CONTRADICTORY = "contradictory_result"
@@ -149,7 +149,10 @@ def validated_payload(data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     was just read from a message): on the fast path data itself, its stamp taken out,
     becomes the payload. A result the log keeps needs no record object, and making one
     and its payload cost about a sixth of the intake's work per result."""
-    if _plainly_valid_and_public(data):
+    if _plainly_valid(data):  # _plainly_valid_and_public, inline: once per result
+        finding = find_sensitive(data)
+        if finding is not None:
+            raise _privacy_refusal(finding)
         return data.pop("stamp_ns"), data
     record = validate_record_fully(data)
     return record.stamp_ns, record.payload()
@@ -236,10 +239,10 @@ def _plainly_valid(data: dict[str, Any]) -> bool:
     what is wrong: a subset of what it accepts, so acceptance and errors stay its own."""
     if type(data) is not dict or data.keys() != _FIELDS:
         return False
-    get = data.__getitem__
+    get, plain = data.__getitem__, _PLAIN_NAMES
     stamp_ns, skill_id, duration_s = get("stamp_ns"), get("skill_id"), get("duration_s")
     if not (type(stamp_ns) is int and 0 <= stamp_ns <= MAX_STAMP_NS and type(skill_id) is str
-            and 0 < len(skill_id) <= MAX_TEXT and _NAME.match(skill_id)
+            and (skill_id in plain or _plain_name(skill_id))
             and type(get("success")) is bool and type(duration_s) is float
             and _isfinite(duration_s) and duration_s >= 0.0):
         return False
@@ -257,10 +260,29 @@ def _plainly_valid(data: dict[str, Any]) -> bool:
         if type(values) is not dict or len(values) > MAX_VALUES:
             return False
         for key, value in values.items():
-            if not (type(key) is str and len(key) <= MAX_KEY and _NAME.match(key)
-                    and type(value) is float
-                    and _isfinite(value)):
+            if not (type(key) is str and (key in plain or _plain_name(key))
+                    and type(value) is float and _isfinite(value)):
                 return False
+    return True
+
+
+# Names found plain (a skill_id, or a parameter's or observation's name: the same few in
+# every result), so that each is matched once, not in every result. Bounded: emptied
+# when full (a flood of distinct names costs only their matching), under 1 MB.
+_PLAIN_NAMES: set[str] = set()
+_REMEMBERED_LENGTH = 128
+_REMEMBERED_AT_MOST = 2048
+
+
+def _plain_name(name: str) -> bool:
+    """A name of at most MAX_TEXT (= MAX_KEY) characters that _NAME matches (so not
+    empty); remembered when it is (and short)."""
+    if len(name) > MAX_TEXT or not _NAME.match(name):
+        return False
+    if len(name) <= _REMEMBERED_LENGTH:
+        if len(_PLAIN_NAMES) >= _REMEMBERED_AT_MOST:
+            _PLAIN_NAMES.clear()
+        _PLAIN_NAMES.add(name)
     return True
 
 

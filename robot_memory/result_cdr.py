@@ -55,9 +55,25 @@ def _text(data: bytes, pos: int) -> tuple[str, int]:
     pos += -pos & 3
     (size,) = _u32(data, pos)
     end = pos + 3 + size  # the terminating NUL
-    if not size or data[end] or data.find(0, pos + 4, end) >= 0:
-        raise ValueError  # left to rclpy
-    return data[pos + 4:end].decode(), end + 1  # invalid UTF-8: UnicodeDecodeError
+    raw = data[pos + 4:end]
+    text = _READ.get(raw)
+    if text is None or not size or data[end]:
+        if not size or data[end] or raw.find(0) >= 0:
+            raise ValueError  # left to rclpy
+        text = raw.decode()  # invalid UTF-8: UnicodeDecodeError
+        if len(raw) <= _REMEMBERED_LENGTH:
+            if len(_READ) >= _REMEMBERED_AT_MOST:
+                _READ.clear()
+            _READ[raw] = text
+    return text, end + 1
+
+
+# Short strings read (bytes -> text): names, ids and reasons repeat in every result, and
+# a lookup is cheaper than checking and decoding them again. Bounded: emptied when full
+# (a flood of distinct strings costs only their reading), under 1 MB.
+_READ: dict[bytes, str] = {}
+_REMEMBERED_LENGTH = 128
+_REMEMBERED_AT_MOST = 2048
 
 
 def _pairs(data: bytes, pos: int) -> tuple[list[tuple[str, float]], int]:

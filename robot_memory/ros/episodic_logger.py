@@ -246,6 +246,7 @@ class EpisodicLogger(ManagedMemoryNode):
             if durable else None
         received_ns = self.get_clock().now().nanoseconds
         redelivered = 0
+        take_received = ingest.take_received  # once per result: no lookups in the loop
         for topic, subscription in list(self._result_subscriptions.items()):
             events = []
             room = min(HOLD_AT_MOST, ingest.max_pending) - ingest.pending
@@ -253,8 +254,9 @@ class EpisodicLogger(ManagedMemoryNode):
                 # rclpy has no public take: its own wait_for_message and executors take
                 # this way (Subscription.handle.take_message, on Jazzy and Kilted alike).
                 with subscription.handle:
+                    take, msg_type = subscription.handle.take_message, subscription.msg_type
                     for _ in range(max(0, room)):
-                        taken = subscription.handle.take_message(subscription.msg_type, True)
+                        taken = take(msg_type, True)
                         if taken is None:
                             break
                         taken_any = True
@@ -263,8 +265,13 @@ class EpisodicLogger(ManagedMemoryNode):
                         if sample is not None and not redelivery.is_new(sample):
                             redelivered += 1
                             continue
-                        events.append(self.on_execution_result(data, topic, received_ns,
-                                                               sample))
+                        # The result's event, read from the serialized bytes, or why not.
+                        event = take_received(serialized_result_fields, data, topic,
+                                              received_ns, sample)
+                        if isinstance(event, Refused):
+                            self._log_refusal(event, topic)
+                        else:
+                            events.append(event)
                     else:  # no None: the room ran out first
                         full = True
             finally:  # what was taken is queued, whatever ended the loop
@@ -291,20 +298,8 @@ class EpisodicLogger(ManagedMemoryNode):
         self._redelivery = redelivery
         return redelivery
 
-    def on_execution_result(self, data: bytes, topic: str, received_ns: int,
-                            sample: SampleId | None = None) -> NewEvent | None:
-        """One result taken from a topic, serialized, and the DDS sample it came in
-        (recorded in its payload): its event, to be queued (with the rest of the round,
-        by _submit), or None when it was refused (and counted)."""
+    def _submit(self, events: list[NewEvent], topic: str) -> None:
         ingest = self.ingest
-        if ingest is None:
-            return None
-        taken = self._take(ingest, serialized_result_fields, data, topic, received_ns,
-                           sample)
-        return None if isinstance(taken, Refused) else taken
-
-    def _submit(self, events: list[NewEvent | None], topic: str) -> None:
-        ingest, events = self.ingest, [event for event in events if event is not None]
         if not events or ingest is None:
             return
         if ingest.submit_events(events):

@@ -68,10 +68,11 @@ def event_digest(prev_hash: str, identity_hash: str, seq: int, kind: str, stamp_
 
 def _digest_of_canonical(prev_hash: str, identity_hash: str, seq: int, kind: str,
                          stamp_ns: int, payload_json: str) -> str:
-    """event_digest for a payload_json that is canonical already (as append writes it):
-    the same bytes, composed in key order, without parsing the payload back."""
-    body = (f'{_body_start(identity_hash, kind)}{payload_json},"seq":{_json_int(seq)},'
-            f'"stamp_ns":{_json_int(stamp_ns)}}}')
+    """event_digest for a payload_json that is canonical already (as append writes it)
+    and int seq and stamp_ns (written as json writes an int): the same bytes, composed in
+    key order, without parsing the payload back."""
+    body = (f'{_body_start(identity_hash, kind)}{payload_json},"seq":{seq:d},'
+            f'"stamp_ns":{stamp_ns:d}}}')
     return sha256_hex(prev_hash + body)
 
 
@@ -81,11 +82,6 @@ def _body_start(identity_hash: str, kind: str) -> str:
     kinds in every event, encoded once."""
     return (f'{{"identity_hash":{canonical_json(identity_hash)},'
             f'"kind":{canonical_json(kind)},"payload":')
-
-
-def _json_int(value: int) -> str:
-    """canonical_json of an int (what json writes for one), without a json.dumps call."""
-    return int.__repr__(value) if type(value) is int else canonical_json(value)
 
 
 def _insert_once(conn: Connection, table, **values) -> None:
@@ -150,22 +146,27 @@ class EventLog:
         inserted = self._combos.inserted
         first_seq, ident = seq + 1, self.identity_hash
         # rows as the driver takes them, the hashes as the store keeps them (schema.Digest:
-        # bytes, each converted once); links: the same hashes as hex, for the caller
-        rows, links, kept, checked = [], [], [], []
+        # bytes, each converted once); links: the same hashes as hex, for the caller;
+        # results: (seq, stamp_ns, payload, checked) of the execution results, to index
+        rows, links, kept, results = [], [], [], []
         fromhex, prev_stored = bytes.fromhex, bytes.fromhex(prev)
         for kind, payload, stamp_ns, as_decoded, checked_result in new_events:
             seq += 1
+            stamp_ns = int(stamp_ns)
             # A decoded payload is plain data: the same bytes, from orjson when it is there.
             payload_json = (plain_canonical_json(payload) if as_decoded
                             else canonical_json(payload))
             digest = _digest_of_canonical(prev, ident, seq, kind, stamp_ns, payload_json)
             stored = fromhex(digest)
-            rows.append((ident, seq, kind, int(stamp_ns), payload_json, prev_stored, stored))
+            rows.append((ident, seq, kind, stamp_ns, payload_json, prev_stored, stored))
             links.append((prev, digest))
             # Decoded once from the stored bytes (unless it is that already): the facets
             # and the returned events read it.
-            kept.append(payload if as_decoded else json.loads(payload_json))
-            checked.append(checked_result)
+            if not as_decoded:
+                payload = json.loads(payload_json)
+            kept.append(payload)
+            if kind == EXECUTION_RESULT:
+                results.append((seq, stamp_ns, payload, checked_result))
             prev, prev_stored = digest, stored
         if not rows:
             return []
@@ -178,10 +179,9 @@ class EventLog:
         ids = dict(conn.exec_driver_sql(
             f"SELECT seq, id FROM events WHERE identity_hash = {mark} AND seq >= {mark}",
             (ident, first_seq)).all())
-        results = [i for i, row in enumerate(rows) if row[2] == EXECUTION_RESULT]
-        insert_facets(conn, chain, [(ids[rows[i][1]], rows[i][1], rows[i][3], kept[i])
-                                    for i in results], self._combos,
-                      [checked[i] for i in results])
+        insert_facets(conn, chain, [(ids[at], at, stamp_ns, payload)
+                                    for at, stamp_ns, payload, _ in results], self._combos,
+                      [checked for *_, checked in results])
         # The blocks this append filled are summed now, once (facets.roll_up_blocks).
         block = self.store.rollup.block
         roll_up_blocks(conn, chain, self.store.rollup, (first_seq - 1) // block, seq // block)

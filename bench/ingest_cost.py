@@ -1,7 +1,7 @@
 """The logger's CPU per result without DDS or competition: where its time goes.
 
 Measured in this process, on a fresh SQLite store, in the batches the logger writes at
-1000 results/s (one per intake round, `intake_period_s` 0.2: 200 results):
+1000 results/s (one per intake round, `intake_period_s` 0.4: 400 results):
 - intake: what the intake thread does with a result once rclpy has handed it the bytes,
   as EpisodicLogger.take_arrived does it without the node: read the fields from
   the CDR, validate, queue the round (Ingest.take_event, Ingest.submit_events);

@@ -74,3 +74,21 @@ def write_manifest(folder, agent: str, embodiment: str = "ur5e+robotiq_2f85"):
     path = folder / f"{agent}.yaml"
     path.write_text(MANIFEST_TEMPLATE.format(agent=agent, embodiment=embodiment, h="3f" * 32))
     return path
+
+
+def run_in_own_group(args: list[str], timeout: float):
+    """subprocess.run for a command that starts node processes of its own (the sim):
+    on a timeout its whole process group is killed, so no node is left behind to talk to
+    the next test's nodes."""
+    import os
+    import signal
+    import subprocess
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True, env=os.environ.copy())
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)

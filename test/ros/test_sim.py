@@ -2,15 +2,15 @@
 a real process (simulator, skill and planner nodes plus the four memory nodes)."""
 
 import json
-import os
-import subprocess
 import sys
+
+from helpers import run_in_own_group
 
 
 def test_memory_reduces_unproductive_attempts_in_the_physics_loop(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "robot_memory.sim", "--decisions", "60",
-                          "--block", "20", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=170, env=os.environ.copy())
+    run = run_in_own_group([sys.executable, "-m", "robot_memory.sim", "--only", "closed_loop",
+                            "--decisions", "60", "--block", "20", "--out", str(tmp_path)],
+                           timeout=170)
     print(run.stdout[-3000:], run.stderr[-3000:])
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads((tmp_path / "sim_closed_loop.json").read_text())

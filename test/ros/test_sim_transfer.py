@@ -5,16 +5,16 @@ processes). Checks the shape of sim_transfer.json, and that ANALOGY and PRIOR an
 were served and borrowed, never taken for the robot's own knowledge."""
 
 import json
-import os
-import subprocess
 import sys
+
+from helpers import run_in_own_group
 
 
 def test_transfer_experiment_serves_analogies_and_reports_paired_effects(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "robot_memory.sim", "--only", "transfer",
-                          "--learn", "40", "--held-out", "3", "--misleading", "3",
-                          "--held-out-block", "3", "--joiner", "6", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=360, env=os.environ.copy())
+    run = run_in_own_group([sys.executable, "-m", "robot_memory.sim", "--only", "transfer",
+                            "--learn", "40", "--held-out", "3", "--misleading", "3",
+                            "--held-out-block", "3", "--joiner", "6", "--out", str(tmp_path)],
+                           timeout=360)
     print(run.stdout[-3000:], run.stderr[-3000:])
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads((tmp_path / "sim_transfer.json").read_text())

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 from robot_memory.consolidation.rules import STATUS_ACTIVE
 from robot_memory.store import FactRow
@@ -49,6 +50,12 @@ class PriorFact:
     origin: str
     fact: FactRow
 
+    @cached_property
+    def counts(self) -> tuple[int, int]:
+        """(attempts, successes) of the sibling's fact, read from its value once: the
+        answers that serve it are built on the request path."""
+        return _counts(self.fact.peek_value())
+
 
 @dataclass(frozen=True)
 class Prior:
@@ -68,8 +75,7 @@ class Prior:
     own_share: float
 
 
-def _counts(fact: FactRow) -> tuple[int, int]:
-    value = fact.peek_value()
+def _counts(value: dict) -> tuple[int, int]:
     return int(value["n"]), int(value["successes"])
 
 
@@ -78,9 +84,10 @@ def blend(key: tuple[str, str, str], sources: tuple[PriorFact, ...], own: FactRo
     """The Prior of `sources` (non-empty, sorted) for `key`, blended with `own`: the
     robot's own fact of that key whatever its status (a candidate's attempts are the
     robot's own evidence too), or None."""
-    prior_n = sum(_counts(s.fact)[0] for s in sources)
-    prior_successes = sum(_counts(s.fact)[1] for s in sources)
-    own_n, own_successes = _counts(own) if own is not None else (0, 0)
+    prior_n = sum(s.counts[0] for s in sources)
+    prior_successes = sum(s.counts[1] for s in sources)
+    # own.value is kept parsed: only the facts asked about with priors pay for it.
+    own_n, own_successes = _counts(own.value) if own is not None else (0, 0)
     weight = float(min(prior_n, settings.max_weight))
     prior_rate = prior_successes / prior_n if prior_n else 0.0
     total = own_n + weight
@@ -103,7 +110,7 @@ class PriorIndex:
             if fact.kind != PRIOR_KIND or fact.status != STATUS_ACTIVE:
                 continue
             value = fact.peek_value()
-            if int(value.get("n", 0)) <= 0:
+            if prior.counts[0] <= 0:  # read here, once, for every answer that serves it
                 continue
             key = (value["skill_id"], value.get("target_class", ""),
                    value.get("environment", ""))
@@ -144,6 +151,6 @@ def audit_entries(priors: Iterable[Prior]) -> list[dict]:
              "sources": [{"identity_hash": s.identity_hash, "agent_id": s.agent_id,
                           "origin": s.origin, "fact_id": s.fact.id, "key": s.fact.key,
                           "rule_version": s.fact.rule_version,
-                          "n": _counts(s.fact)[0], "successes": _counts(s.fact)[1]}
+                          "n": s.counts[0], "successes": s.counts[1]}
                          for s in p.sources]}
             for p in priors]

@@ -12,9 +12,10 @@ reduction with a paired BCa bootstrap CI over episodes, as run_sim does.
 - analogies: the planner asks `ground` with `allow_analogies` and the object's weight
   read by a scale in the table (`target_properties`). For an object it has no fact of,
   an ANALOGY answer lends the facts of the nearest known object, and the planner
-  explores with that object's recommended force (policy.borrow); it keeps that force
-  while `ground` answers ABSTAIN only_candidates (its first attempts consolidated, but
-  too few to be served). Without analogies it explores with the episode's force until
+  explores with that object's recommended force (policy.borrow). While its first
+  attempts are consolidated but too few to be served, `ground` still answers ANALOGY
+  (reason only_candidates); the planner keeps the lent force should it answer ABSTAIN
+  only_candidates instead (no known object close enough any more). Without analogies it explores with the episode's force until
   its own facts answer. With them, each object's segment runs on a fresh copy of the
   learned store, so one held-out object is never lent to another.
 - misleading: the crystal glass weighs what the glass cup weighs, but the cup's force

@@ -15,9 +15,10 @@ reduction with a paired BCa bootstrap CI over episodes, as run_sim does.
   explores with that object's recommended force (policy.borrow). While its first
   attempts are consolidated but too few to be served, `ground` still answers ANALOGY
   (reason only_candidates); the planner keeps the lent force should it answer ABSTAIN
-  only_candidates instead (no known object close enough any more). Without analogies it explores with the episode's force until
-  its own facts answer. With them, each object's segment runs on a fresh copy of the
-  learned store, so one held-out object is never lent to another.
+  only_candidates instead (no known object close enough any more). Without analogies
+  it explores with the episode's force until its own facts answer. With them, each
+  object's segment runs on a fresh copy of the learned store, so one held-out object is
+  never lent to another.
 - misleading: the crystal glass weighs what the glass cup weighs, but the cup's force
   cracks it. Reported under its own key: the borrowed failures, and how many attempts
   it took until `ground` served the robot's own fact of it and until a grasp held.

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
+from lifecycle_msgs.msg import State
+from lifecycle_msgs.srv import GetState
 from rclpy.executors import MultiThreadedExecutor
 from scipy.stats import bootstrap
 
@@ -129,6 +131,26 @@ def wait_stack_ready(nodes: Nodes) -> None:
           != "IDENTITY_UNVERIFIED", 60, "the memory nodes to activate")
     if not wait_for_subscriber(nodes.skill.results, 60):
         raise TimeoutError("episodic_logger did not subscribe to execution_results")
+    # The verifier activates the managed nodes one by one: `ground` answering says the
+    # grounding server is active, not yet the consolidator whose passes a run requests.
+    _wait(lambda: lifecycle_state(nodes.planner, "consolidator") == State.PRIMARY_STATE_ACTIVE,
+          60, "the consolidator to activate")
+
+
+def lifecycle_state(node, managed: str) -> int:
+    """`managed`'s lifecycle state id, asked through its get_state service
+    (PRIMARY_STATE_UNKNOWN while it does not answer)."""
+    client = node.create_client(GetState, f"{managed}/get_state")
+    try:
+        if not client.wait_for_service(1.0):
+            return State.PRIMARY_STATE_UNKNOWN
+        future = client.call_async(GetState.Request())
+        deadline = time.monotonic() + 2.0
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return future.result().current_state.id if future.done() else State.PRIMARY_STATE_UNKNOWN
+    finally:
+        node.destroy_client(client)
 
 
 def run_without_memory(stream: list[Episode]) -> list[Step]:

@@ -1,9 +1,10 @@
 """episodic_logger: append skills' execution results to the verified identity's log.
 
-A lifecycle node over `robot_memory.ingest.Ingest`, which holds the queue, the writer
-thread and the counts. While active it subscribes to `execution_results` (and
-`result_topics`); an intake thread takes whatever has arrived every `intake_period_s`,
-reads, validates and queues it, so the single-threaded executor only serves services,
+A lifecycle node over `robot_memory.intake.ingest.Ingest`, which holds the queue, the writer
+thread and the counts: configured, it holds the store and the Ingest; while active it
+subscribes to `execution_results` (and `result_topics`), and an intake thread
+(ros/logger_intake.py) takes whatever has arrived every `intake_period_s`, reads,
+validates and queues it, so the single-threaded executor only serves services,
 timers and the readers' rare message-lost events, and the writer thread does all the I/O.
 `record_event` exists from startup: it answers `inactive` with the reason until the node
 is active, then only once its event is committed (an async callback, so waiting for the
@@ -19,23 +20,23 @@ stored are skipped and counted apart (redelivered), not as a loss.
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from collections import Counter
 
-from rclpy.callback_groups import CallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import QoSMessageLostInfo, SubscriptionEventCallbacks
 from rclpy.task import Future as RosFuture
 
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
 from robot_memory.growth import OK as GROWTH_OK
-from robot_memory.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteFailed
+from robot_memory.intake.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteFailed
 from robot_memory.log_throttle import LogThrottle, held_back
 from robot_memory.msg import ExecutionResult
 from robot_memory.ros.conversions import result_fields, serialized_result_fields
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.heap import release_freed_memory
+from robot_memory.ros.logger_intake import (HOLD_AT_MOST, IntakeThread, TakenByIntake,
+                                            _taken_by_intake_only)
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import execution_results_reader_qos
@@ -48,84 +49,9 @@ from robot_memory.store import MemoryStore, NewEvent
 from robot_memory.store.size import MB, store_size_bytes
 
 DEFAULT_TOPIC = "execution_results"
-# Results are taken while fewer than this many wait for the writer; the rest wait in the
-# reader's history (config/fastdds_profiles.xml: up to 100,000, each freed once taken) as
-# DDS bytes, about 0.55 KB a result, where in Python, validated and queued, then encoded
-# for its transaction, one costs about 2.5 KB: a logger whose writer stalled 5 s during
-# a 15,000-result burst at 5,000/s grew 23 MB with 5,000 here, 10 MB with 1,000 (all
-# stored either way). 1,000 is 0.5 s at 2,000 results/s: a round at a steady rate never
-# reaches it; past it (a burst, a stalled writer), the intake takes again as soon as the
-# writer has caught up to half of it (IntakeThread), not a period later. It is also a
-# round's most per topic, so lost events are polled.
-HOLD_AT_MOST = 1000
 # After this many results written since the last trim, and nothing pending, give the
 # freed heap back (a burst's results, in flight, leave glibc's arenas at their peak).
 TRIM_AFTER_WRITTEN = 5000
-
-
-class TakenByIntake(CallbackGroup):
-    """A callback group the executor never runs. rclpy rebuilds its whole wait set for
-    every callback it hands out, which costs far more than a result itself; the result
-    subscriptions (and their message-lost events) sit in this group, out of the wait
-    set, and the intake thread takes whatever has arrived on them: one wake-up per
-    period, not one per result. With their message-lost events in the executor's wait
-    set instead, a respawned logger under a flood left record_event calls unanswered
-    (test_postgres_stack's kill -9 test): rclpy has no public poll for them, so
-    ros/rclpy_internals.py keeps the one private call it takes."""
-
-    def can_execute(self, entity) -> bool:
-        return False
-
-    def beginning_execution(self, entity) -> bool:
-        return False
-
-    def ending_execution(self, entity) -> None:
-        pass
-
-
-def _taken_by_intake_only(_data) -> None:
-    raise AssertionError("the intake thread takes results; the executor never runs this")
-
-
-class IntakeThread:
-    """Calls `take` every `period_s` seconds on a thread of its own until stopped. The
-    executor's timer did this before: each of its wake-ups rebuilt rclpy's wait set for
-    the whole node (about 1 ms of CPU, 20 times a second), more than the results cost at
-    a few hundred per second. A round that left results in the reader for want of room
-    (`take` returned True) is followed by the next one as soon as `room(period_s)` returns
-    (the writer has caught up), so that a small bound on what is held in Python does not
-    bound the rate at which a backlog is drained."""
-
-    def __init__(self, period_s: float, take, logger, room=None):
-        self._period, self._take, self._logger = period_s, take, logger
-        self._room = room
-        self._throttle = LogThrottle()
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="logger-intake", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        backlog = False
-        while True:
-            if backlog and self._room is not None:
-                self._room(self._period)
-                if self._stopping.is_set():
-                    break
-            elif self._stopping.wait(self._period):
-                break
-            try:
-                backlog = bool(self._take())
-            except Exception as exc:  # a bad round must not end the intake silently
-                backlog = False
-                held = self._throttle.admit("intake failed")
-                if held is not None:
-                    self._logger.error(f"intake failed: {exc!r}{held_back(held)}")
-
-    def stop(self) -> None:
-        """Stop, and return once the round in progress (if any) has ended."""
-        self._stopping.set()
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
 
 
 class EpisodicLogger(ManagedMemoryNode):
@@ -148,7 +74,7 @@ class EpisodicLogger(ManagedMemoryNode):
         # Rejections are counted one by one, but logged at most once a second per topic
         # and reason: a flood of bad results must not cost a log line each.
         self._log_throttle = LogThrottle()
-        # Counts of earlier activations (an Ingest lives from activate to deactivate).
+        # Counts of earlier configurations (an Ingest lives from configure to cleanup).
         self._before = Counter()
         self._before_rejected: Counter[str] = Counter()
         self._written_at_last_status = (0, time.monotonic())
@@ -163,7 +89,8 @@ class EpisodicLogger(ManagedMemoryNode):
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
 
-    def start(self, identity_hash: str) -> None:
+    def acquire(self, identity_hash: str) -> None:
+        """On configure: the store, and the Ingest whose writer thread appends to it."""
         self.store = MemoryStore(self.params["database_url"])
         store = self.store
         self.ingest = Ingest(
@@ -173,6 +100,10 @@ class EpisodicLogger(ManagedMemoryNode):
             measure_period_s=self.params["diagnostics_period_s"], log=self._log,
             now_ns=lambda: self.get_clock().now().nanoseconds,
             max_clock_ahead_s=self.params["max_clock_ahead_s"])
+
+    def start(self, identity_hash: str) -> None:
+        """On activate: the result subscriptions and the intake thread that takes from
+        them (destroyed on deactivate: a reader exists only while results are logged)."""
         qos = self._reader_qos
         for topic in self.topics:
             events = SubscriptionEventCallbacks(message_lost=self.on_message_lost,
@@ -194,17 +125,21 @@ class EpisodicLogger(ManagedMemoryNode):
                                "record_event service")
 
     def stop(self) -> None:
-        self._result_subscriptions.clear()
-        self._lost_events.clear()
-        self.close()
-
-    def close(self) -> None:
-        """Stop taking results, write what was accepted, then close the store
-        (idempotent; the shutdown path calls it too)."""
+        """On deactivate: stop taking results, then write what was accepted (the store
+        and its writer stay until cleanup)."""
         intake, self._intake = self._intake, None
         if intake is not None:
-            intake.stop()  # nothing is queued once the queue is being drained
+            intake.stop()  # returns once the round in progress has queued what it took
+        self._result_subscriptions.clear()
+        self._lost_events.clear()
         self._redelivery = None  # read again from the log at the next activation
+        if self.ingest is not None and not self.ingest.flush():
+            self.get_logger().error(f"{self.ingest.pending} accepted results not yet "
+                                    "written at deactivation; they are written at cleanup")
+
+    def release(self) -> None:
+        """On cleanup: the writer appends what is queued and ends, then the store closes
+        (idempotent)."""
         ingest, self.ingest = self.ingest, None
         if ingest is not None:
             ingest.close()
@@ -214,6 +149,12 @@ class EpisodicLogger(ManagedMemoryNode):
         store, self.store = self.store, None
         if store is not None:
             store.close()
+
+    def close(self) -> None:
+        """Before the node is destroyed, in whatever state: accepted results reach the
+        disk, the store closes."""
+        self.stop()
+        self.release()
 
     # -- intake -----------------------------------------------------------------------
     def _take(self, ingest: Ingest, read, given, source: str, received_ns: int,
@@ -324,7 +265,7 @@ class EpisodicLogger(ManagedMemoryNode):
     async def on_record_event(self, request, response):
         """Acknowledged write: answer with the event id only once it is committed."""
         ingest = self.ingest
-        if ingest is None:
+        if ingest is None or not self.serving:
             response.reason_code = RecordEvent.Response.REASON_INACTIVE
             response.reason = f"inactive: {self.inactive_reason}"
             return response
@@ -405,7 +346,7 @@ class EpisodicLogger(ManagedMemoryNode):
         store_size = ingest.store_size if ingest else 0
         growth_state = ingest.growth_state if ingest else GROWTH_OK
         lost = {cause: rejected[cause] for cause in LOSS_CAUSES if rejected[cause]}
-        if ingest is None:
+        if ingest is None or not self.serving:
             level, message = WARN, f"inactive: {self.inactive_reason}"
         elif ingest.last_error:
             level, message = ERROR, f"store write failing: {ingest.last_error}"

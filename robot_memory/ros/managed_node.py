@@ -17,8 +17,7 @@ LifecycleNode's own on_activate/on_deactivate:
   shutdown     deactivate and clean up, whatever the state; the process exits
   error        the same, without the exit: the node is back to unconfigured
 
-A node that opens its store in start() and closes it in stop() (the episodic_logger
-still does) works too: acquire() and release() do nothing unless overridden.
+acquire() and release() do nothing unless overridden.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from rclpy.serialization import serialize_message
 from robot_memory.consolidation import EXECUTION_RESULT
 from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory.msg import ExecutionResult
-from robot_memory.receipt import SENT_STAMP
-from robot_memory.result_cdr import MAX_RESULT_BYTES
+from robot_memory.intake.receipt import SENT_STAMP
+from robot_memory.intake.result_cdr import MAX_RESULT_BYTES
 from robot_memory.srv import ExplainFact, GroundingQuery, Override, RecordEvent
 from robot_memory.store import MemoryStore
 
@@ -267,7 +267,7 @@ for msg in messages:  # as fast as Python publishes: several thousand a second
 print(publisher.wait_for_all_acked(Duration(seconds=60)), flush=True)
 """
 # What a burst of BURST results, arriving while the writer is stalled, may add to the
-# logger's RSS: all but episodic_logger.HOLD_AT_MOST of them wait in its reader as DDS
+# logger's RSS: all but logger_intake.HOLD_AT_MOST of them wait in its reader as DDS
 # bytes (about 0.55 KB each) rather than in Python (about 2.5 KB each, validated and
 # queued). Held in Python up to 5,000 at once, the same burst added 17-20 MB.
 BURST_MARGIN_MB = 10

@@ -5,7 +5,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 
 from robot_memory.msg import ExecutionResult
-from robot_memory.ros.episodic_logger import TakenByIntake, _taken_by_intake_only
+from robot_memory.ros.logger_intake import TakenByIntake, _taken_by_intake_only
 from robot_memory.ros.qos import EXECUTION_RESULTS_QOS, execution_results_reader_qos
 
 from ros.conftest import wait_until

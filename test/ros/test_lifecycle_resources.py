@@ -9,12 +9,12 @@ from pathlib import Path
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState
 
-from robot_memory.event_kinds import FACT_CONSULTATION
-from robot_memory.srv import Consolidate
+from robot_memory.event_kinds import EXECUTION_RESULT, FACT_CONSULTATION
+from robot_memory.srv import Consolidate, RecordEvent
 from robot_memory.store import MemoryStore
 
 from ros.conftest import wait_until
-from ros.test_governance import lifecycle_state, wait_active
+from ros.test_governance import lifecycle_state, record, result, wait_active
 
 QUIET_S = 2.0  # four of the consolidator's pass periods (period_s 0.5 in these tests)
 
@@ -34,12 +34,16 @@ def holds_store(pid: int, db_url: str) -> bool:
     return any(os.path.realpath(fds / fd) in names for fd in os.listdir(fds))
 
 
-def consultations(db_url: str, identity: str) -> int:
+def stored(db_url: str, identity: str, kind: str) -> int:
     store = MemoryStore(db_url)
     try:
-        return len(list(store.partition(identity).events([FACT_CONSULTATION])))
+        return len(list(store.partition(identity).events([kind])))
     finally:
         store.close()
+
+
+def consultations(db_url: str, identity: str) -> int:
+    return stored(db_url, identity, FACT_CONSULTATION)
 
 
 def test_the_consolidator_holds_its_store_from_configure_to_cleanup_and_publishes_only_active(
@@ -89,3 +93,32 @@ def test_the_grounding_server_serves_only_while_active_and_builds_anew_after_cle
     assert again.status == served.status and again.consultation_id
     wait_until(lambda: consultations(db_url, certified_hash) == 2, 10,
                "the new audit writer to record the answer (the inactive one is not)")
+
+
+def test_the_logger_holds_its_store_from_configure_to_cleanup_and_takes_results_only_active(
+        probe, start_stack, db_url, certified_hash):
+    stack = start_stack()
+    wait_active(probe, "episodic_logger")
+    probe.wait_logger()
+    pid = stack.process_of("episodic_logger").pid
+    assert record(probe, result()).accepted
+    for n in range(20):
+        probe.publish_result(stamp_s=100.0 + n)
+    wait_until(lambda: stored(db_url, certified_hash, EXECUTION_RESULT) == 21, 30,
+               "the published results in the log")
+
+    transition(probe, "episodic_logger", Transition.TRANSITION_DEACTIVATE)
+    assert holds_store(pid, db_url), "deactivate only stops taking results"
+    refused = record(probe, result())
+    assert refused.reason_code == RecordEvent.Response.REASON_INACTIVE, refused.reason
+    probe.publish_result(stamp_s=200.0)  # no reader now: the logger never sees it
+    transition(probe, "episodic_logger", Transition.TRANSITION_CLEANUP)
+    wait_until(lambda: not holds_store(pid, db_url), 10, "cleanup to close the store")
+    assert stored(db_url, certified_hash, EXECUTION_RESULT) == 21
+
+    transition(probe, "episodic_logger", Transition.TRANSITION_CONFIGURE)  # opens the store
+    refused = record(probe, result())
+    assert refused.reason_code == RecordEvent.Response.REASON_INACTIVE, refused.reason
+    transition(probe, "episodic_logger", Transition.TRANSITION_ACTIVATE)
+    assert record(probe, result(stamp_s=300.0)).accepted
+    assert stored(db_url, certified_hash, EXECUTION_RESULT) == 22

@@ -89,7 +89,7 @@ def test_a_round_that_ran_out_of_room_is_followed_at_once_when_the_writer_catche
     import threading
     import time
 
-    from robot_memory.ros.episodic_logger import IntakeThread
+    from robot_memory.ros.logger_intake import IntakeThread
 
     rounds, done = [], threading.Event()
 

@@ -54,7 +54,7 @@ from robot_memory.bringup import Stack
 from robot_memory.archives import history_events
 from robot_memory.compaction import default_archive_dir
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
-from robot_memory.receipt import SENT_STAMP
+from robot_memory.intake.receipt import SENT_STAMP
 from robot_memory.store import MemoryStore
 
 MODES = {"four_processes": False, "one_process": True}

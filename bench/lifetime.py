@@ -29,7 +29,7 @@ from bench.stores import IDENTITY, KeySpace, payload, stamp_ns
 from robot_memory.compaction import compact, retention_due
 from robot_memory.consolidation import consolidation_pass, facts_snapshot
 from robot_memory.event_kinds import COMPACTION
-from robot_memory.ingest import Ingest
+from robot_memory.intake.ingest import Ingest
 from robot_memory.store import MemoryStore, boot_check, verify_chain
 from robot_memory.store.size import store_size_bytes
 

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.stats import write_result
-from robot_memory.privacy import find_sensitive
+from robot_memory.intake.privacy import find_sensitive
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 from privacy_corpus import benign_robot_strings  # noqa: E402

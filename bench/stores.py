@@ -26,7 +26,7 @@ from robot_memory.consolidation import consolidation_pass
 from robot_memory.consolidation.rules.timeline import TIMELINE_LAYOUT
 from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.manifest import load_manifest
-from robot_memory.records import validate_record
+from robot_memory.intake.records import validate_record
 from robot_memory.store import MemoryStore, NewEvent
 
 CACHE = Path(__file__).resolve().parent / ".cache"

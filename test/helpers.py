@@ -1,6 +1,6 @@
 """Builders shared by tests."""
 
-from robot_memory.records import validate_record
+from robot_memory.intake.records import validate_record
 from robot_memory.store import NewEvent
 
 

@@ -32,9 +32,9 @@ from robot_memory.bags.reading import (
     salvage,
 )
 from robot_memory.event_kinds import IMPORT, PRIVACY_REJECTION
-from robot_memory.receipt import DEFAULT_MAX_CLOCK_AHEAD_S, at_receipt, seconds_to_ns
-from robot_memory.records import InvalidRecord, record_from_message
-from robot_memory.result_cdr import MAX_RESULT_BYTES
+from robot_memory.intake.receipt import DEFAULT_MAX_CLOCK_AHEAD_S, at_receipt, seconds_to_ns
+from robot_memory.intake.records import InvalidRecord, record_from_message
+from robot_memory.intake.result_cdr import MAX_RESULT_BYTES
 from robot_memory.store import NewEvent, Partition
 
 PRIVACY_PREFIX = "privacy_"

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from robot_memory.errors import InputError
-from robot_memory.records import ExecutionRecord, InvalidRecord, validate_record
+from robot_memory.intake.records import ExecutionRecord, InvalidRecord, validate_record
 
 TEXT_FIELDS = ("skill_id", "target_class", "environment", "zone", "failure_reason",
                "intent_id", "notes")

@@ -30,9 +30,9 @@ def _lines(handle):
 
 def cmd_ingest(args) -> int:
     from robot_memory.event_kinds import PRIVACY_REJECTION
-    from robot_memory.ingest import PRIVACY_PREFIX
-    from robot_memory.receipt import at_receipt, seconds_to_ns
-    from robot_memory.records import InvalidRecord, validate_record
+    from robot_memory.intake.ingest import PRIVACY_PREFIX
+    from robot_memory.intake.receipt import at_receipt, seconds_to_ns
+    from robot_memory.intake.records import InvalidRecord, validate_record
     from robot_memory.store import NewEvent
     max_ahead_ns, skewed, refusals = seconds_to_ns(args.max_clock_ahead_s), 0, []
     partition = partition_from_args(args)

@@ -34,9 +34,9 @@ from robot_memory.errors import InputError, StoreFailure
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
 from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
-from robot_memory.receipt import DEFAULT_MAX_CLOCK_AHEAD_S, at_receipt, seconds_to_ns
-from robot_memory.records import (ExecutionRecord, InvalidRecord, validate_record,
-                                  validated_payload)
+from robot_memory.intake.receipt import DEFAULT_MAX_CLOCK_AHEAD_S, at_receipt, seconds_to_ns
+from robot_memory.intake.records import (ExecutionRecord, InvalidRecord, validate_record,
+                                         validated_payload)
 from robot_memory.store import NewEvent, Partition, StoredEvent
 
 # Why a result was not taken (RecordEvent's reason codes use the same words).
@@ -77,7 +77,7 @@ class _Item:
 
 
 def _default_log(level: str, text: str) -> None:
-    getattr(logging.getLogger("robot_memory.ingest"), level)(text)
+    getattr(logging.getLogger("robot_memory.intake.ingest"), level)(text)
 
 
 class Ingest:

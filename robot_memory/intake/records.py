@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robot_memory.errors import InputError
-from robot_memory.privacy import find_sensitive
+from robot_memory.intake.privacy import find_sensitive
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")

@@ -20,8 +20,8 @@ from struct import Struct
 from struct import error as StructError
 from typing import Any
 
-from robot_memory.records import (MAX_KEY, MAX_NOTES, MAX_TEXT, MAX_VALUES,
-                                  pairs_to_dict)
+from robot_memory.intake.records import (MAX_KEY, MAX_NOTES, MAX_TEXT, MAX_VALUES,
+                                         pairs_to_dict)
 
 CDR_LE = b"\x00\x01"  # encapsulation id of plain little-endian CDR (XCDR1)
 # Positions are absolute in the bytes; CDR aligns relative to the end of the 4-byte

@@ -14,9 +14,9 @@ from robot_memory.msg import Analogy as AnalogyMsg
 from robot_memory.msg import AnalogyProperty, ExecutionResult, KeyValue, PriorSource, SemanticFact
 from robot_memory.msg import Prior as PriorMsg
 from robot_memory.priors import Prior
-from robot_memory.records import (ExecutionRecord, InvalidRecord, message_fields,
-                                  record_from_message)
-from robot_memory.result_cdr import MAX_RESULT_BYTES, result_fields_from_cdr
+from robot_memory.intake.records import (ExecutionRecord, InvalidRecord, message_fields,
+                                         record_from_message)
+from robot_memory.intake.result_cdr import MAX_RESULT_BYTES, result_fields_from_cdr
 from robot_memory.store import FactRow
 
 

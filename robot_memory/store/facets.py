@@ -13,7 +13,7 @@ from operator import itemgetter
 
 from sqlalchemy import Connection, select, text
 
-from robot_memory.records import InvalidRecord, record_from_payload
+from robot_memory.intake.records import InvalidRecord, record_from_payload
 from robot_memory.store.bulk import insert_rows, placeholder
 from robot_memory.store.schema import (COMBO_FIELDS, OBSERVATION, PARAMETER, RollupShape,
                                        result_combos, result_facets, result_values)

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from robot_memory.consolidation import consolidation_pass
 from robot_memory.event_kinds import EXECUTION_RESULT
-from robot_memory.ingest import Ingest
-from robot_memory.receipt import RECEIVED, SENT_STAMP, at_receipt
+from robot_memory.intake.ingest import Ingest
+from robot_memory.intake.receipt import RECEIVED, SENT_STAMP, at_receipt
 from robot_memory.store import MemoryStore
 
 A = "a" * 64

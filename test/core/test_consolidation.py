@@ -12,7 +12,7 @@ from robot_memory.consolidation import (CONSOLIDATION_RUN, ConcurrentPass, Rules
 from robot_memory.consolidation.checkpoint import _leading_fields
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.manifest import load_manifest
-from robot_memory.records import validate_record
+from robot_memory.intake.records import validate_record
 from robot_memory.store import MemoryStore, NewEvent, Partition
 
 IDENT = "c" * 64

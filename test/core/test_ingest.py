@@ -12,9 +12,9 @@ from sqlalchemy import event
 
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
 from robot_memory.growth import GrowthGuard
-from robot_memory.ingest import (INVALID, PRIVACY, STORE_FULL, Ingest, Refused,
-                                 StoreWriteFailed)
-from robot_memory.records import InvalidRecord
+from robot_memory.intake.ingest import (INVALID, PRIVACY, STORE_FULL, Ingest, Refused,
+                                        StoreWriteFailed)
+from robot_memory.intake.records import InvalidRecord
 from robot_memory.store import MemoryStore, verify_chain
 
 A = "a" * 64
@@ -225,7 +225,7 @@ def test_close_writes_what_is_queued(part):
 
 ACKING_WRITER = """
 import sys
-from robot_memory.ingest import Ingest
+from robot_memory.intake.ingest import Ingest
 from robot_memory.store import MemoryStore
 sys.path.insert(0, sys.argv[2])
 from test_ingest import fields
@@ -264,7 +264,7 @@ def test_refusals_leave_no_cyclic_garbage_that_would_hold_what_was_refused(part,
     caught in a cycle kept its sample (1.6 MB each) for as long as the logger was quiet."""
     import gc
 
-    from robot_memory.ingest import Refused
+    from robot_memory.intake.ingest import Refused
 
     ingest = make_ingest(part)
 

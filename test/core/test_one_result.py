@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from robot_memory.event_kinds import EXECUTION_RESULT
-from robot_memory.records import ExecutionRecord
+from robot_memory.intake.records import ExecutionRecord
 from robot_memory.store import MemoryStore, one_result_aggregates
 
 IDENT = "e" * 64

@@ -2,8 +2,8 @@
 
 import pytest
 
-from robot_memory.privacy import find_sensitive
-from robot_memory.records import InvalidRecord, validate_record
+from robot_memory.intake.privacy import find_sensitive
+from robot_memory.intake.records import InvalidRecord, validate_record
 
 BASE = {"stamp_ns": 1, "skill_id": "manipulation.grasp", "target_class": "glass_cup",
         "success": True}

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from privacy_corpus import benign_robot_strings
 
-from robot_memory.privacy import find_sensitive
-from robot_memory.records import MAX_NOTES, MAX_TEXT, InvalidRecord, validate_record
+from robot_memory.intake.privacy import find_sensitive
+from robot_memory.intake.records import MAX_NOTES, MAX_TEXT, InvalidRecord, validate_record
 
 UPPER_DIGITS = string.ascii_uppercase + string.digits
 ALNUM = string.ascii_letters + string.digits

@@ -4,8 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robot_memory.records import (MAX_NOTES, MAX_TEXT, MAX_VALUES, InvalidRecord, pairs_to_dict,
-                                  validate_record, validate_record_fully, validated_payload)
+from robot_memory.intake.records import (MAX_NOTES, MAX_TEXT, MAX_VALUES, InvalidRecord,
+                                         pairs_to_dict, validate_record, validate_record_fully,
+                                         validated_payload)
 
 GOOD = {"stamp_ns": 5, "skill_id": "manipulation.grasp", "target_class": "glass_cup",
         "parameters": {"force_n": 25.0}, "success": True}
@@ -135,7 +136,7 @@ def test_a_record_validated_on_the_fast_path_keeps_no_reference_to_the_input():
 def test_a_success_with_a_failure_reason_is_refused_as_contradictory():
     from types import SimpleNamespace
 
-    from robot_memory.records import record_from_message
+    from robot_memory.intake.records import record_from_message
     contradictory = {**_PLAIN, "failure_reason": "slipped"}
     for validate in (validate_record, validate_record_fully, validated_payload):
         with pytest.raises(InvalidRecord) as info:

@@ -28,7 +28,7 @@ from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import consolidation_pass, facts_snapshot
 from robot_memory.consolidation.partials import partials_of_result
 from robot_memory.consolidation.rules import RULES, Rule, RulesConfig
-from robot_memory.records import ExecutionRecord
+from robot_memory.intake.records import ExecutionRecord
 from robot_memory.store import MemoryStore
 
 

@@ -124,7 +124,7 @@ def _rows(url: str, table: str) -> list[tuple]:
 def test_a_payload_given_as_decoded_is_stored_and_returned_exactly_as_one_decoded(tmp_path):
     """as_decoded only skips decoding the stored bytes again: the same rows, hashes,
     facets and returned events as an append that decodes them."""
-    from robot_memory.records import validate_record
+    from robot_memory.intake.records import validate_record
 
     records = [validate_record({"stamp_ns": i, "skill_id": "manipulation.grasp",
                                 "target_class": f"cup_{i % 3}", "success": i % 2 == 0,
@@ -152,7 +152,7 @@ def test_a_payload_given_as_decoded_is_stored_and_returned_exactly_as_one_decode
 def test_facets_of_odd_payloads_match_those_of_the_record_reader():
     """The facets of any payload are those record_from_payload's reading gives (the
     fast path only skips building the record)."""
-    from robot_memory.records import InvalidRecord, record_from_payload
+    from robot_memory.intake.records import InvalidRecord, record_from_payload
     from robot_memory.store.facets import OBSERVATION, PARAMETER, facets_of_payload
 
     def reference(payload):
@@ -178,7 +178,7 @@ def test_facets_of_odd_payloads_match_those_of_the_record_reader():
 def test_facets_of_a_validated_record_are_those_of_its_checked_reading():
     """facets_of_checked skips the checks only: for any record validation accepts, it
     reads what facets_of_payload reads (ints made floats, -0.0 kept apart from 0.0)."""
-    from robot_memory.records import validate_record
+    from robot_memory.intake.records import validate_record
     from robot_memory.store.facets import facets_of_checked, facets_of_payload
 
     base = {"stamp_ns": 1, "skill_id": "manipulation.grasp", "success": True}

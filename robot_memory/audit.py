@@ -14,7 +14,7 @@ from typing import Any
 
 from robot_memory import priors
 from robot_memory.analogies import audit_entries
-from robot_memory.grounding import GroundingAnswer
+from robot_memory.grounding_request import GroundingAnswer
 from robot_memory.store import NewEvent, Partition
 
 

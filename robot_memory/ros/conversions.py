@@ -7,7 +7,7 @@ from typing import Any
 from builtin_interfaces.msg import Time
 
 from robot_memory.analogies import Analogy
-from robot_memory.grounding import GroundingRequest
+from robot_memory.grounding_request import GroundingRequest
 from rclpy.serialization import deserialize_message
 
 from robot_memory.msg import Analogy as AnalogyMsg

@@ -30,9 +30,10 @@ from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory import request_limits
 from robot_memory.request_limits import clipped, over_limit
 from robot_memory.errors import InputError
-from robot_memory.grounding import (ANALOGY, IDENTITY_UNVERIFIED, PRIOR,
-                                    REASON_IDENTITY_UNVERIFIED, GroundingAnswer, GroundingIndex,
-                                    invalid)
+from robot_memory.grounding import GroundingIndex
+from robot_memory.grounding_request import (ANALOGY, IDENTITY_UNVERIFIED, PRIOR,
+                                            REASON_IDENTITY_UNVERIFIED, GroundingAnswer,
+                                            invalid)
 from robot_memory.manifest import load_manifest
 from robot_memory.priors import EMPTY_PRIORS, PriorIndex, PriorSettings
 from robot_memory.priors_sources import load_priors

@@ -16,8 +16,8 @@ from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import RulesConfig, consolidation_pass
 from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory.explain import explain_fact, find_fact, format_explanation
-from robot_memory.grounding import (ABSTAIN, ANALOGY, INVALID_REQUEST, OK, GroundingIndex,
-                                    GroundingRequest)
+from robot_memory.grounding import ABSTAIN, ANALOGY, OK, GroundingIndex, GroundingRequest
+from robot_memory.grounding_request import INVALID_REQUEST
 from robot_memory.parameters import node_defaults
 from robot_memory.request_limits import GROUND, over_limit
 from robot_memory.store import FactRow, MemoryStore, NewEvent

@@ -21,7 +21,6 @@ byte-equal, provenance included.
 from __future__ import annotations
 
 import gc
-import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,39 +28,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from robot_memory.canonical import canonical_json, plain_canonical_json, plain_json_loads
+from robot_memory.consolidation.changes import (FactChange, GroupId, conflict_event,
+                                                fact_change, fact_write)
 from robot_memory.consolidation.checkpoint import (Checkpoint, read_checkpoint, read_overrides,
                                                    result_range)
 from robot_memory.consolidation.override_plan import (OverridePlan, fact_as_rendered,
                                                       plan_overrides)
 from robot_memory.consolidation.partials import aggregate
-from robot_memory.consolidation.rules import (RULE_VERSION, RULES, STATUS_CONTESTED,
-                                              STATUS_INVALIDATED, Partials, RenderedFact, Rule,
+from robot_memory.consolidation.rules import (RULE_VERSION, RULES, Partials, RenderedFact, Rule,
                                               RulesConfig)
 from robot_memory.consolidation.rules.base import OneFactPerGroup
-from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
-                                      KNOWLEDGE_CONFLICT_RESOLVED)
-from robot_memory.store import ConcurrentPass, FactRow, FactWrite, NewEvent, Partition
+from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
+from robot_memory.store import ConcurrentPass, FactRow, NewEvent, Partition
 
 __all__ = ["CONSOLIDATION_RUN", "EXECUTION_RESULT", "ConcurrentPass", "FactChange",
            "PassReport", "consolidation_pass", "facts_snapshot", "replay_snapshot"]
-
-GroupId = tuple[str, str]  # (fact kind, group key)
-
-
-@dataclass(frozen=True)
-class FactChange:
-    """A fact a pass writes. The new value travels as its canonical JSON (what is
-    stored), not as nested dicts: a pass over 10^4 keys holds 10^4 of these."""
-
-    kind: str
-    key: str
-    old: FactRow | None
-    new: RenderedFact  # its value is left out (None): see value_json / new_value
-    value_json: str
-
-    @property
-    def new_value(self) -> dict[str, Any]:
-        return json.loads(self.value_json)
 
 
 @dataclass
@@ -208,48 +189,6 @@ def render_all(states: dict[GroupId, dict[str, Any]], config: RulesConfig,
             for f in rules[gid[0]].render(gid[1], states[gid], config)}
 
 
-def _same(old: FactRow, fact: RenderedFact, value_json: str) -> bool:
-    return (old.value_json == value_json and old.status == fact.status
-            and old.rule_version == fact.rule_version
-            and old.confidence == fact.confidence and old.n_observations == fact.n_observations
-            and old.last_supporting_event_id == fact.last_supporting_event_id
-            and old.last_updated_ns == fact.last_updated_ns)
-
-
-def _conflict_event(change: FactChange) -> dict[str, Any] | None:
-    was = change.old.status if change.old else None
-    now = change.new.status
-    if STATUS_INVALIDATED in (was, now) or change.new.rule_version != RULE_VERSION:
-        return None  # an operator's doing, logged as the override itself
-    if now == STATUS_CONTESTED and was != STATUS_CONTESTED:
-        kind = KNOWLEDGE_CONFLICT
-    elif was == STATUS_CONTESTED and now != STATUS_CONTESTED:
-        kind = KNOWLEDGE_CONFLICT_RESOLVED
-    else:
-        return None
-    return {"event_kind": kind, "fact_kind": change.kind, "fact_key": change.key,
-            "status": {"from": was, "to": now}, "test": change.new.conflict}
-
-
-def _change(key: GroupId, fact: RenderedFact | None, old: FactRow | None
-            ) -> FactChange | None:
-    """The change to write for this key, if the finalized fact differs from the row."""
-    if fact is None:
-        return None
-    value_json = plain_canonical_json(fact.value)
-    if old is not None and _same(old, fact, value_json):
-        return None
-    return FactChange(key[0], key[1], old, _without_value(fact), value_json)
-
-
-def _without_value(fact: RenderedFact) -> RenderedFact:
-    """A copy of the fact with its value left out, made through its __dict__: the frozen
-    dataclass's __init__ costs 3x as much (dataclasses.replace 30x), once per change."""
-    lean = object.__new__(RenderedFact)
-    lean.__dict__.update(fact.__dict__, value=None)
-    return lean
-
-
 def compute(inputs: PassInputs, config: RulesConfig) -> PassResult:
     """Merge, render and diff, one group at a time: a group's state is serialised and its
     facts diffed as soon as it is rendered, and its dicts let go, so a pass over 10^4
@@ -265,20 +204,13 @@ def compute(inputs: PassInputs, config: RulesConfig) -> PassResult:
             rule.merge(state, groups.pop(group), config)
             for fact in rule.render(group, state, config):
                 key = (fact.kind, fact.key)
-                changes[key] = _change(key, plan.finalize(key, fact), existing.get(key))
+                changes[key] = fact_change(key, plan.finalize(key, fact), existing.get(key))
             rows.append((kind, group, plain_canonical_json(state), stored))
     for key in plan.keys_changed_after(inputs.checkpoint.override_seq) - changes.keys():
         evidence = fact_as_rendered(existing[key]) if key in existing else None
-        changes[key] = _change(key, plan.finalize(key, evidence), existing.get(key))
+        changes[key] = fact_change(key, plan.finalize(key, evidence), existing.get(key))
     ordered = [changes[key] for key in sorted(changes) if changes[key] is not None]
-    return PassResult(rows, ordered, [c for c in map(_conflict_event, ordered) if c])
-
-
-def _fact_write(change: FactChange) -> FactWrite:
-    fact = change.new
-    return FactWrite(change.old.id if change.old else None, change.kind, change.key,
-                     change.value_json, fact.status, fact.confidence, fact.n_observations,
-                     fact.rule_version, fact.last_supporting_event_id, fact.last_updated_ns)
+    return PassResult(rows, ordered, [c for c in map(conflict_event, ordered) if c])
 
 
 def run_payload(report: PassReport, inputs: PassInputs) -> dict[str, Any]:
@@ -362,7 +294,7 @@ def commit(partition: Partition, inputs: PassInputs, report: PassReport, result:
                       stamp, as_decoded=True) for c in result.conflicts]
     audit.append(NewEvent(CONSOLIDATION_RUN, run_payload(report, inputs), stamp,
                           as_decoded=True))
-    facts = [_fact_write(c) for c in result.changes]
+    facts = [fact_write(c) for c in result.changes]
     written = partition.commit_pass(inputs.checkpoint.run_seq, inputs.reset_pending,
                                     result.states, facts, audit)
     return written[-1].id

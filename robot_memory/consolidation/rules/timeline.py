@@ -116,7 +116,8 @@ def timeline_merge(state: dict[str, Any], packed_counts: dict[int, int], width: 
     the same state as timeline_add once per counted event, in any order (the horizon
     fold depends only on the newest bucket, which only grows)."""
     timeline = _timeline_of(state, width, config)
-    if not packed_counts or _merged_at_the_end(timeline, packed_counts, config):
+    if not packed_counts or _merged_at_the_end(timeline, packed_counts, config) \
+            or _merged_into_empty(timeline, packed_counts, width, config):
         return
     counts = {bucket: unpacked(row, width) for bucket, row in packed_counts.items()}
     keys = _keys(timeline["first"], timeline["gaps"])
@@ -145,6 +146,24 @@ def timeline_merge(state: dict[str, Any], packed_counts: dict[int, int], width: 
             del into[:cut]
         del keys[:cut]
     state["timeline"] = _laid_out(keys, columns, ancient, timeline["bucket_s"])
+
+
+def _merged_into_empty(timeline: dict[str, Any], counts: dict[int, int], width: int,
+                       config: RulesConfig) -> bool:
+    """A group's first counts (every group of a full pass), laid out at once: the buckets
+    sorted, each column unpacked from the packed rows in one sweep. False (nothing done)
+    when the timeline has buckets already or some counts fall behind the horizon."""
+    if timeline["first"] is not None:
+        return False
+    keys = sorted(counts)
+    if keys[0] < keys[-1] - config.horizon_buckets():
+        return False
+    rows = [counts[bucket] for bucket in keys]
+    columns = [[(row >> (COLUMN_BITS * column)) & _COLUMN_MASK for row in rows]
+               for column in range(width)]
+    timeline["first"], timeline["gaps"] = keys[0], _runs(keys)
+    timeline["columns"] = [column if any(column) else [] for column in columns]
+    return True
 
 
 def _merged_at_the_end(timeline: dict[str, Any], counts: dict[int, int],

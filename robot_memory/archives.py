@@ -149,14 +149,7 @@ def whole_history(partition: Partition, archive_dir: Path, url: str,
     for c in found:
         if c.from_seq > last:
             break
-        path = archive_dir / c.segment
-        if not path.exists() or file_sha256(path) != c.segment_sha256:
-            raise CompactionError(f"the events up to seq {last} need segment {c.segment} "
-                                  f"(seq {c.from_seq}..{c.until_seq}) in {archive_dir}: "
-                                  + ("missing" if not path.exists()
-                                     else "it does not match its compaction"))
-        _, rows, _ = read_segment(path)
-        for row in rows:
+        for row in _segment_rows(archive_dir, c, f"the events up to seq {last}"):
             if row.seq > last:
                 break
             add(row.kind, row.payload_json, row.stamp_ns)
@@ -175,6 +168,18 @@ def whole_history(partition: Partition, archive_dir: Path, url: str,
     return rebuilt
 
 
+def _segment_rows(archive_dir: Path, c, needed_by: str):
+    """The rows of compaction `c`'s segment, once its file is there and matches the
+    compaction; else CompactionError naming the segment and what needs it."""
+    path = archive_dir / c.segment
+    if not path.exists() or file_sha256(path) != c.segment_sha256:
+        raise CompactionError(f"{needed_by} need segment {c.segment} "
+                              f"(seq {c.from_seq}..{c.until_seq}) in {archive_dir}: "
+                              + ("missing" if not path.exists()
+                                 else "it does not match its compaction"))
+    return read_segment(path)[1]
+
+
 def history_events(partition: Partition, archive_dir: Path, kinds: Iterable[str],
                    after_seq: int = 0) -> Iterator[StoredEvent]:
     """Events of these kinds after `after_seq`, in chain order, across the compactions:
@@ -187,14 +192,7 @@ def history_events(partition: Partition, archive_dir: Path, kinds: Iterable[str]
     for c in found:
         if c.until_seq <= after_seq:
             continue
-        path = archive_dir / c.segment
-        if not path.exists() or file_sha256(path) != c.segment_sha256:
-            raise CompactionError(f"events after seq {after_seq} need segment {c.segment} "
-                                  f"(seq {c.from_seq}..{c.until_seq}) in {archive_dir}: "
-                                  + ("missing" if not path.exists()
-                                     else "it does not match its compaction"))
-        _, rows, _ = read_segment(path)
-        for row in rows:
+        for row in _segment_rows(archive_dir, c, f"events after seq {after_seq}"):
             if row.seq > after_seq and row.kind in kinds:
                 yield StoredEvent(row.id, row.seq, row.kind, row.stamp_ns,
                                   plain_json_loads(row.payload_json), row.prev_hash,

@@ -4,7 +4,7 @@ Measured in this process, on a fresh SQLite store, in the batches the logger wri
 1000 results/s (one per intake round, `intake_period_s` 0.4: 400 results):
 - intake: what the intake thread does with a result once rclpy has handed it the bytes,
   as EpisodicLogger.take_arrived does it without the node: read the fields from
-  the CDR, validate, queue the round (Ingest.take_event, Ingest.submit_events);
+  the CDR, validate, queue the round (Ingest.take_received, Ingest.submit_events);
 - writer: the Ingest writer thread appending those batches (this process's CPU while
   the intake thread only waits for the flush);
 - store rows only: the same rows (events, result_facets, result_values, the chain head,
@@ -62,7 +62,9 @@ def intake_and_writer(results: list[bytes], url: str) -> tuple[float, float]:
     cpu_started = time.process_time()
     for first in range(0, len(results), BATCH):
         started = time.thread_time()
-        ingest.submit_events([ingest.take_event(serialized_result_fields(data), TOPIC)
+        received_ns = time.time_ns()  # the round's start, as the logger's intake takes it
+        ingest.submit_events([ingest.take_received(serialized_result_fields, data, TOPIC,
+                                                   received_ns)
                               for data in results[first:first + BATCH]])
         intake_s += time.thread_time() - started
         if not ingest.flush(timeout=60.0):

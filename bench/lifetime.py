@@ -73,8 +73,8 @@ def canonical_bytes(partition, sample: int = 2000) -> float:
 def ingested(partition, keys: KeySpace, first: int, last: int, ingest: Ingest) -> list:
     """Results first..last-1 through the logger's ingest path (validated, stamped with
     their receipt, written by its writer); returns their events."""
-    events = [ingest.take_event({**payload(i, keys), "stamp_ns": stamp_ns(i)}, "bench",
-                                received_ns=stamp_ns(i)) for i in range(first, last)]
+    events = [ingest.take_received(dict, {**payload(i, keys), "stamp_ns": stamp_ns(i)},
+                                   "bench", stamp_ns(i)) for i in range(first, last)]
     assert ingest.submit_events(events) == 0
     assert ingest.flush(600.0), ingest.last_error
     return events

@@ -31,13 +31,13 @@ from robot_memory.bags.reading import (
     rosbags_messages,
     salvage,
 )
-from robot_memory.event_kinds import IMPORT, PRIVACY_REJECTION
-from robot_memory.intake.receipt import DEFAULT_MAX_CLOCK_AHEAD_S, at_receipt, seconds_to_ns
-from robot_memory.intake.records import InvalidRecord, record_from_message
-from robot_memory.intake.result_cdr import MAX_RESULT_BYTES
+from robot_memory.event_kinds import IMPORT
+from robot_memory.intake.admission import Admission, Refused
+from robot_memory.intake.receipt import DEFAULT_MAX_CLOCK_AHEAD_S
+from robot_memory.intake.records import InvalidRecord
+from robot_memory.intake.result_cdr import serialized_result_fields
 from robot_memory.store import NewEvent, Partition
 
-PRIVACY_PREFIX = "privacy_"
 MAX_LISTED_REJECTIONS = 100  # kept in the import event; all are counted and printed
 
 
@@ -178,7 +178,6 @@ def import_bag(partition: Partition, path: Path, *, topics: list[str] | None = N
     a progress bar only on a terminal."""
     from tqdm import tqdm
     path = Path(path)
-    max_ahead_ns = seconds_to_ns(max_clock_ahead_s)
     identity = bag_identity(path)
     report = ImportReport(identity)
     previous = previous_imports(partition, identity["sha256"])
@@ -194,6 +193,11 @@ def import_bag(partition: Partition, path: Path, *, topics: list[str] | None = N
             raise BagError(f"topic {name}: no definition of {contents.topics[name].msgtype} "
                            "(the bag carries none; give it with msg_files in a mapping file)")
 
+    # The one admission every path uses: the same checks, reasons and privacy_rejection
+    # events as the logger and `robot-memory ingest`. The bag's log time is when the
+    # recorder received a message: its receipt time.
+    admission = Admission(max_clock_ahead_s=max_clock_ahead_s)
+    read = _reader(store, mapping)
     results: list[NewEvent] = []
     refusals: list[NewEvent] = []
     read_per_topic: Counter[str] = Counter()
@@ -212,39 +216,18 @@ def import_bag(partition: Partition, path: Path, *, topics: list[str] | None = N
             if covered(raw.topic, raw.log_time_ns):
                 report.already_imported += 1
                 continue
-            if raw.msgtype == EXECUTION_RESULT_TYPE and len(raw.data) > MAX_RESULT_BYTES:
-                _reject(report, on_rejection, Rejection(
-                    raw.topic, raw.log_time_ns, "oversized",
-                    f"message: {len(raw.data)} bytes, more than the {MAX_RESULT_BYTES} of "
-                    "the largest valid result; not decoded"))
-                continue
-            try:
-                msg = store.deserialize_cdr(raw.data, raw.msgtype)
-            except Exception as exc:  # a corrupt payload: its own reason, the rest goes on
+            taken = admission.admit(read, raw, f"bag {path.name} {raw.topic}",
+                                    raw.log_time_ns)
+            if type(taken) is Refused:
                 _reject(report, on_rejection, Rejection(raw.topic, raw.log_time_ns,
-                                                        "undecodable", f"cannot decode: {exc}"))
+                                                        taken.reason, taken.detail))
+                if taken.event is not None:
+                    refusals.append(taken.event)
                 continue
-            try:
-                if raw.msgtype == EXECUTION_RESULT_TYPE:
-                    record = record_from_message(msg, raw.log_time_ns)
-                else:
-                    record = mapping.types[raw.msgtype].record(msg, raw.log_time_ns)
-            except InvalidRecord as exc:
-                _reject(report, on_rejection, Rejection(raw.topic, raw.log_time_ns, exc.reason,
-                                                        f"{exc.field}: {exc.detail}"))
-                if exc.reason.startswith(PRIVACY_PREFIX):
-                    refusals.append(NewEvent(PRIVACY_REJECTION, {
-                        "source": f"bag {path.name} {raw.topic}", "field": exc.field,
-                        "category": exc.reason[len(PRIVACY_PREFIX):]}, raw.log_time_ns))
-                continue
-            event = NewEvent.of_record(record)
-            # The bag's log time is when the recorder received it.
-            stamp_ns, skewed = at_receipt(event.payload, event.stamp_ns, raw.log_time_ns,
-                                          max_ahead_ns)
-            report.clock_skew += skewed
-            results.append(event._replace(stamp_ns=stamp_ns))
+            results.append(taken)
     finally:
         bar.close()
+    report.clock_skew = admission.clock_skew
     report.damage = contents.damage
     if since_ns is None and until_ns is None:
         report.unread = {t: n - read_per_topic[t] for t, n in
@@ -263,6 +246,26 @@ def import_bag(partition: Partition, path: Path, *, topics: list[str] | None = N
         stored = partition.append_in(conn, results + refusals + [event])
     report.event_seq = stored[-1].seq
     return report
+
+
+def _reader(store, mapping: Mapping | None) -> Callable[[RawMessage], dict[str, Any]]:
+    """A bag message's fields: an ExecutionResult's read as the logger reads one from its
+    topic (rosbags decodes what that reader does not handle), a mapped type's decoded by
+    rosbags and mapped."""
+    def decoded_result(data: bytes):
+        return store.deserialize_cdr(data, EXECUTION_RESULT_TYPE)
+
+    def read(raw: RawMessage) -> dict[str, Any]:
+        if raw.msgtype == EXECUTION_RESULT_TYPE:
+            return serialized_result_fields(decoded_result, raw.data)
+        try:
+            msg = store.deserialize_cdr(raw.data, raw.msgtype)
+        except Exception as exc:  # a corrupt payload: its own reason, the rest goes on
+            raise InvalidRecord("message", "malformed",
+                                f"{len(raw.data)} bytes that do not deserialize as "
+                                f"{raw.msgtype} ({type(exc).__name__})") from None
+        return mapping.types[raw.msgtype].fields_of(msg)
+    return read
 
 
 def _reject(report: ImportReport, on_rejection, rejection: Rejection) -> None:

@@ -20,7 +20,7 @@ a zero stamp falls back to the bag's receive time, as for ExecutionResult.
           parameters: {force_n: grip_force_n}
           observations: {mass_kg: measured_mass_kg}
 
-Every field is checked afterwards exactly as a live ExecutionResult is.
+Every field is checked afterwards exactly as a live ExecutionResult is (intake/admission.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from robot_memory.errors import InputError
-from robot_memory.intake.records import ExecutionRecord, InvalidRecord, validate_record
+from robot_memory.intake.records import InvalidRecord
 
 TEXT_FIELDS = ("skill_id", "target_class", "environment", "zone", "failure_reason",
                "intent_id", "notes")
@@ -51,8 +51,9 @@ class TypeMapping:
     msgtype: str
     fields: dict[str, Any]
 
-    def record(self, msg: Any, fallback_stamp_ns: int) -> ExecutionRecord:
-        """The mapped record, validated; InvalidRecord (reason mapping_error) when a
+    def fields_of(self, msg: Any) -> dict[str, Any]:
+        """The mapped fields, to be validated as a live result's are (stamp_ns 0 when the
+        message's stamp is zero: not stamped); InvalidRecord (reason mapping_error) when a
         named field is missing from the message."""
         spec = self.fields
         data: dict[str, Any] = {}
@@ -74,8 +75,8 @@ class TypeMapping:
         if stamp_path is not None:
             stamp = self._get(msg, stamp_path, "stamp")
             stamp_ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
-        data["stamp_ns"] = stamp_ns or fallback_stamp_ns
-        return validate_record(data)
+        data["stamp_ns"] = stamp_ns
+        return data
 
     def _values(self, msg: Any, spec: Any, kind: str) -> dict[str, float]:
         if isinstance(spec, str):  # a KeyValue-like array

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -44,23 +43,15 @@ def partition_from_args(args):
     return MemoryStore(args.db).partition(identity_from_args(args))
 
 
-MAX_STAMP_NS = 2**63 - 1
-
-
 def stamp_ns_of(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError("stamp must be a number of seconds")
+    """Seconds (--since, --until) as int64 nanoseconds, checked as a JSON line's stamp
+    is; ValueError says why not."""
+    from robot_memory.intake.json_lines import stamp_seconds_to_ns
+    from robot_memory.intake.records import InvalidRecord
     try:
-        seconds = Decimal(str(value))
-    except InvalidOperation as exc:
-        raise ValueError(f"stamp {value!r} is not a number") from exc
-    if not seconds.is_finite() or seconds < 0:
-        raise ValueError(f"stamp {value!r} must be finite and >= 0")
-    stamp_ns = int(seconds * 1_000_000_000)
-    if stamp_ns > MAX_STAMP_NS:
-        raise ValueError(f"stamp {value!r} is past what a 64-bit nanosecond time can hold "
-                         "(year 2262)")
-    return stamp_ns
+        return stamp_seconds_to_ns(value)
+    except InvalidRecord as exc:
+        raise ValueError(f"stamp {exc.detail}") from None
 
 
 def rules_config_from_args(args, nodes: tuple[str, ...] = ("consolidator",)):

@@ -2,89 +2,48 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
-from robot_memory.cli.common import partition_from_args, stamp_ns_of, time_ns_of
-
-# No valid result comes near this as a JSON line; a longer line is skipped unread.
-MAX_LINE_BYTES = 1 << 20
-
-
-def _lines(handle):
-    """The file's lines (bytes), None for each one longer than MAX_LINE_BYTES, whose
-    bytes are skipped in chunks, never held whole."""
-    while True:
-        line = handle.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
-        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-            while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
-                pass
-            yield None
-            continue
-        yield line
+from robot_memory.cli.common import partition_from_args, time_ns_of
 
 
 def cmd_ingest(args) -> int:
-    from robot_memory.event_kinds import PRIVACY_REJECTION
-    from robot_memory.intake.ingest import PRIVACY_PREFIX
-    from robot_memory.intake.receipt import at_receipt, seconds_to_ns
-    from robot_memory.intake.records import InvalidRecord, validate_record
-    from robot_memory.store import NewEvent
-    max_ahead_ns, skewed, refusals = seconds_to_ns(args.max_clock_ahead_s), 0, []
+    from robot_memory.intake.admission import Admission, Refused
+    from robot_memory.intake.json_lines import line_fields, lines
     partition = partition_from_args(args)
-    good, bad = [], 0
+    # The one admission every path uses: the same checks, reasons and privacy_rejection
+    # events as the logger and import-bag; the receipt time is this machine's clock.
+    admission = Admission(max_clock_ahead_s=args.max_clock_ahead_s)
+    good, refusals, skewed = [], [], 0
+    name = Path(args.jsonl).name
     with open(args.jsonl, "rb") as handle:
-        for number, line in enumerate(_lines(handle), start=1):
-            if line is None:
-                bad += 1
-                print(f"{args.jsonl}:{number}: rejected: line: more than {MAX_LINE_BYTES} "
-                      "bytes, not read (reason oversized)", file=sys.stderr)
+        for number, line in enumerate(lines(handle), start=1):
+            if line is not None and not line.strip():
                 continue
-            if not line.strip():
+            taken = admission.admit(line_fields, line, f"ingest {name}:{number}",
+                                    time.time_ns())
+            if type(taken) is Refused:
+                print(f"{args.jsonl}:{number}: rejected: {taken.detail} "
+                      f"(reason {taken.reason})", file=sys.stderr)
+                if taken.event is not None:  # as the logger and import-bag do
+                    refusals.append(taken.event)
                 continue
-            try:
-                data = json.loads(line)
-                if not isinstance(data, dict):
-                    raise ValueError("line is not a JSON object")
-                data = dict(data)
-                if "stamp" not in data:
-                    raise ValueError("stamp: missing field (seconds)")
-                data["stamp_ns"] = stamp_ns_of(data.pop("stamp"))
-                record = validate_record(data)
-            except RecursionError:
-                bad += 1
-                print(f"{args.jsonl}:{number}: rejected: nested too deeply to read",
-                      file=sys.stderr)
-                continue
-            except (ValueError, InvalidRecord) as exc:  # UnicodeDecodeError included
-                bad += 1
-                print(f"{args.jsonl}:{number}: rejected: {exc}", file=sys.stderr)
-                if isinstance(exc, InvalidRecord) and exc.reason.startswith(PRIVACY_PREFIX):
-                    # As the logger and import-bag do: the refusal itself is history.
-                    refusals.append(NewEvent(PRIVACY_REJECTION, {
-                        "source": f"ingest {Path(args.jsonl).name}:{number}",
-                        "field": exc.field, "category": exc.reason[len(PRIVACY_PREFIX):]},
-                        time.time_ns()))
-                continue
-            event = NewEvent.of_record(record)
-            stamp_ns, flagged = at_receipt(event.payload, event.stamp_ns, time.time_ns(),
-                                           max_ahead_ns)
-            if flagged:
+            if admission.clock_skew > skewed:  # this one
                 skewed += 1
                 print(f"{args.jsonl}:{number}: stamp more than {args.max_clock_ahead_s} s "
                       "ahead of this machine's clock: stored at its receipt time "
                       "(clock_skew)", file=sys.stderr)
-                event = event._replace(stamp_ns=stamp_ns)
-            good.append(event)
-    good += refusals
-    for start in range(0, len(good), 5000):
-        partition.append_many(good[start:start + 5000])
-    print(f"ingested {len(good) - len(refusals)} execution results, rejected {bad} lines "
+            good.append(taken)
+    events = good + refusals
+    for start in range(0, len(events), 5000):
+        partition.append_many(events[start:start + 5000])
+    bad = sum(admission.rejected.values())
+    by_reason = ", ".join(f"{reason} {n}" for reason, n in sorted(admission.rejected.items()))
+    print(f"ingested {len(good)} execution results, rejected {bad} lines "
           f"(identity {partition.identity_hash})"
+          + (f"; rejected by reason: {by_reason}" if bad else "")
           + (f"; {skewed} stamped ahead, stored at receipt (clock_skew)" if skewed else ""))
     return 1 if bad else 0
 

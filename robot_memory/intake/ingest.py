@@ -1,15 +1,15 @@
 """Intake of execution results: validate cheaply, queue, append in batches.
 
 Whoever receives results (the logger node's subscriptions and its `record_event`
-service, without ROS in tests) hands them to an `Ingest`. It validates them into
-records (refusals are counted by reason and, for the privacy boundary, logged as a
-`privacy_rejection` event), puts them on one bounded FIFO queue and returns at once. A
-dedicated writer thread appends what is queued in one transaction per batch, on one
-long-lived store connection.
+service, without ROS in tests) hands them to an `Ingest`. It admits each one as every
+path does (`admission`: validated, refusals counted by reason and, for the privacy
+boundary, logged as a `privacy_rejection` event), puts it on one bounded FIFO queue and
+returns at once. A dedicated writer thread appends what is queued in one transaction per
+batch, on one long-lived store connection.
 
 Guarantees:
 - Arrival order is log order: topic results and acknowledged writes share the queue.
-- An acknowledged write (`record`) resolves only once its transaction has committed,
+- An acknowledged write (`record_event`) resolves only once its transaction has committed,
   after everything that was queued before it; a failed write fails it (counted as
   store_error) and the caller is told.
 - A failing store keeps topic results queued, in order, and retries them; only the
@@ -28,40 +28,20 @@ from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from robot_memory.errors import InputError, StoreFailure
-from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
+from robot_memory.errors import StoreFailure
 from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
-from robot_memory.intake.receipt import DEFAULT_MAX_CLOCK_AHEAD_S, at_receipt, seconds_to_ns
-from robot_memory.intake.records import (ExecutionRecord, InvalidRecord, validate_record,
-                                         validated_payload)
+from robot_memory.intake.admission import (INVALID, PRIVACY, STORE_ERROR, STORE_FULL,
+                                           Admission, Read, Receipt, Refused)
+from robot_memory.intake.receipt import DEFAULT_MAX_CLOCK_AHEAD_S
 from robot_memory.store import NewEvent, Partition, StoredEvent
 
-# Why a result was not taken (RecordEvent's reason codes use the same words).
-INVALID, PRIVACY, STORE_FULL, STORE_ERROR = "invalid", "privacy", "store_full", "store_error"
-PRIVACY_PREFIX = "privacy_"
 # Causes of loss: valid results that did not reach the log (rejections by rule are not).
 LOSS_CAUSES = ("backlog_full", "dds_lost", "store_error")
 
 Log = Callable[[str, str], None]  # (level "warning" | "error" | "info", text)
-
-
-class Receipt(Protocol):
-    """More of how a result was received, recorded in its payload beside its fields
-    (ros/redelivery.py's SampleId: the DDS sample it came in)."""
-
-    def record_in(self, payload: dict[str, Any]) -> None: ...
-
-
-class Refused(InputError):
-    """Raised by `Ingest.take` for a result that is not taken: `code` says which kind
-    (INVALID, PRIVACY, STORE_FULL), `reason` is the count key, `detail` names the field."""
-
-    def __init__(self, code: str, reason: str, detail: str):
-        super().__init__(detail)
-        self.code, self.reason, self.detail = code, reason, detail
 
 
 class StoreWriteFailed(StoreFailure):
@@ -96,17 +76,18 @@ class Ingest:
         self._size_of = size_of
         self._measure_period = measure_period_s
         self._log = log
-        self._now_ns = now_ns  # stamps the privacy_rejection events (ROS time in the node)
-        self._max_ahead_ns = seconds_to_ns(max_clock_ahead_s)
         self.accepted = 0  # valid results taken (queued)
         self.written = 0  # ... of them committed
         self.rejected: Counter[str] = Counter()
-        self.clock_skew = 0  # results stamped too far ahead: stored at their receipt time
         self.last_error = ""
         self.store_size = 0
         self.growth_state = GROWTH_OK
         self._queue: deque[_Item] = deque()
         self._cond = threading.Condition()
+        # Validates, refuses and counts (into self.rejected, under self._cond). now_ns
+        # stamps a privacy_rejection of a result with no receipt time (ROS time in the node).
+        self._admission = Admission(max_clock_ahead_s=max_clock_ahead_s, now_ns=now_ns,
+                                    rejected=self.rejected, lock=self._cond)
         self._next_seq = 0
         self._in_flight: int | None = None  # seq of the first item being written
         self._in_flight_count = 0
@@ -120,89 +101,32 @@ class Ingest:
         self._thread.start()
 
     # -- intake (any thread) ----------------------------------------------------------
-    def take(self, data: dict[str, Any], source: str) -> ExecutionRecord:
-        """Validate one result's fields, or raise Refused (already counted; a privacy
-        refusal also queues a privacy_rejection event naming the field and category)."""
-        return self._validated(validate_record, data, source)
-
-    def take_event(self, data: dict[str, Any], source: str, received_ns: int = 0,
-                   receipt: Receipt | None = None) -> NewEvent:
-        """`take`, giving the event to queue (`submit_events`, `record_event`) instead of
-        a record, for a caller that gives `data` away: it may become the event's payload.
-        The topics' intake needs no record object, and making one cost a sixth of its
-        work. `received_ns` is recorded in the payload, and a stamp too far ahead of it is
-        replaced by it (`receipt.at_receipt`; counted in clock_skew). `receipt`, when
-        given, records more of how the result came in (the DDS sample) in the payload."""
-        stamp_ns, payload = self._validated(validated_payload, data, source)
-        stamp_ns, skewed = at_receipt(payload, stamp_ns, received_ns, self._max_ahead_ns)
-        if receipt is not None:
-            receipt.record_in(payload)
-        if skewed:
-            with self._cond:
-                self.clock_skew += 1
-        return NewEvent(EXECUTION_RESULT, payload, stamp_ns, True, True)
-
-    def take_received(self, read: Callable[[Any], dict[str, Any]], given: Any, source: str,
-                      received_ns: int, receipt: Receipt | None = None) -> NewEvent | Refused:
+    def take_received(self, read: Read, given: Any, source: str, received_ns: int,
+                      receipt: Receipt | None = None) -> NewEvent | Refused:
         """One result `given` as a receiver got it at `received_ns`, its fields
-        read(given) (a stamp of 0, not stamped by its producer, becomes the receipt
-        time): its event (`take_event`), or the Refused saying why not, counted. It never
-        raises for what it is given: whatever read() raises refuses that one result as
-        malformed, so a bad sample never costs the others of its round.
-
-        The refusal is returned, and made anew without a traceback or context: an
-        exception that is kept holds, through its traceback, the frames it passed and,
-        through their callers (f_back), the frame that keeps it, a cycle that holds
-        `given` (a sample's bytes, a request however large) until the cyclic collector
-        runs, which the nodes let happen only after 10,000 new objects (ros/spin.py)."""
-        try:
-            data = read(given)
-            if not data["stamp_ns"]:
-                data["stamp_ns"] = received_ns
-            return self.take_event(data, source, received_ns, receipt)
-        except InvalidRecord as exc:
-            return self.refuse_invalid(exc, source)
-        except Refused as exc:
-            return Refused(exc.code, exc.reason, exc.detail)
-        except Exception as exc:  # a reader's bug or a library's surprise: this one only
-            return self.refuse_invalid(
-                InvalidRecord("message", "malformed", f"cannot be read ({exc!r})"), source)
-
-    def _validated(self, validate, data: dict[str, Any], source: str):
+        read(given): its event, to queue with `submit_events` or `record_event`, or the
+        Refused saying why not, counted (`admission.Admission.admit`; a privacy refusal's
+        privacy_rejection event is queued here). It never raises for what it is given:
+        a bad sample never costs the others of its round. Past the growth guard's hard
+        limit every result is refused (store_full)."""
         if self.growth_state == OVER_HARD_LIMIT:
-            raise self._refuse(STORE_FULL, "store_full", self._guard.describe(self.store_size))
-        try:
-            return validate(data)
-        except InvalidRecord as exc:
-            raise self.refuse_invalid(exc, source) from None
+            return self._admission.refuse(STORE_FULL, "store_full",
+                                          self._guard.describe(self.store_size))
+        taken = self._admission.admit(read, given, source, received_ns, receipt)
+        if type(taken) is Refused and taken.event is not None:
+            self._enqueue(taken.event, counted=False)
+        return taken
 
-    def refuse_invalid(self, exc: InvalidRecord, source: str) -> Refused:
-        """Count (and for privacy, log as an event) a result found invalid by the caller."""
-        if exc.reason.startswith(PRIVACY_PREFIX):
-            self._enqueue(NewEvent(PRIVACY_REJECTION,
-                                   {"source": source, "field": exc.field,
-                                    "category": exc.reason[len(PRIVACY_PREFIX):]},
-                                   self._now_ns()), counted=False)
-            return self._refuse(PRIVACY, exc.reason, f"{exc.field}: {exc.detail}")
-        return self._refuse(INVALID, exc.reason, f"{exc.field}: {exc.detail}")
-
-    def _refuse(self, code: str, reason: str, detail: str) -> Refused:
-        self.count(reason)
-        return Refused(code, reason, detail)
-
-    def submit(self, record: ExecutionRecord) -> bool:
-        """Queue a record from a topic; False (counted as backlog_full) when the queue
-        already holds `max_pending` unwritten events."""
-        return not self.submit_many([record])
-
-    def submit_many(self, records: list[ExecutionRecord]) -> int:
-        """Queue records from a topic, in order, under one lock (the intake queues a
-        round at once); returns how many of the last ones were refused (counted as
-        backlog_full) because the queue already held `max_pending` unwritten events."""
-        return self.submit_events([NewEvent.of_record(record) for record in records])
+    @property
+    def clock_skew(self) -> int:
+        """Results stamped too far ahead: stored at their receipt time."""
+        return self._admission.clock_skew
 
     def submit_events(self, events: list[NewEvent]) -> int:
-        """`submit_many` of the events `take_event` gave."""
+        """Queue events from a topic (`take_received` gave them), in order, under one lock
+        (the intake queues a round at once); returns how many of the last ones were
+        refused (counted as backlog_full) because the queue already held `max_pending`
+        unwritten events."""
         with self._cond:
             room = max(0, self.max_pending - self.pending)
             refused = max(0, len(events) - room)
@@ -215,13 +139,10 @@ class Ingest:
             self._next_seq += len(events)
         return refused
 
-    def record(self, record: ExecutionRecord) -> Future:
-        """Queue an acknowledged write; the future gives its StoredEvent once committed
-        (after everything queued before it), or raises StoreWriteFailed."""
-        return self.record_event(NewEvent.of_record(record))
-
     def record_event(self, event: NewEvent) -> Future:
-        """`record` of the event `take_event` gave."""
+        """Queue an acknowledged write of the event `take_received` gave; the future gives
+        its StoredEvent once committed (after everything queued before it), or raises
+        StoreWriteFailed."""
         ack: Future = Future()
         with self._cond:
             if self._stopping:
@@ -234,8 +155,7 @@ class Ingest:
 
     def count(self, reason: str, n: int = 1) -> None:
         """Count n results not stored, for `reason` (e.g. dds_lost, reported by DDS)."""
-        with self._cond:
-            self.rejected[reason] += n
+        self._admission.count(reason, n)
 
     def _enqueue(self, event: NewEvent, counted: bool) -> None:
         with self._cond:

@@ -112,7 +112,11 @@ def _reason_code(field: str, err_type: str, message: str) -> str:
 
 
 def _check_finite(data: dict[str, Any]) -> None:
-    """Name the exact entry (parameters.force_n) when a value is NaN or infinite."""
+    """Name the exact entry (parameters.force_n) when a value is NaN or infinite, and a
+    stamp that is (not a wrong type: JSON lines give NaN stamps, and say non_finite_value)."""
+    stamp = data.get("stamp_ns")
+    if isinstance(stamp, float) and not math.isfinite(stamp):
+        raise InvalidRecord("stamp_ns", "non_finite_value", f"{stamp} is not a finite number")
     for kind in ("parameters", "observations"):
         values = data.get(kind)
         if isinstance(values, dict):
@@ -161,11 +165,17 @@ def validated_payload(data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
 def validate_record_fully(data: dict[str, Any]) -> ExecutionRecord:
     """`validate_record` through pydantic for every input (the reference its fast path is
     tested against; it alone words the errors)."""
+    if type(data) is not dict:  # pydantic says what it is not
+        return _validated_by_pydantic(data)
     _check_sizes(data)
     _check_finite(data)
     finding = find_sensitive(data)
     if finding is not None:
         raise _privacy_refusal(finding)
+    return _validated_by_pydantic(data)
+
+
+def _validated_by_pydantic(data: Any) -> ExecutionRecord:
     try:
         record = ExecutionRecord.model_validate(data)
     except ValidationError as exc:
@@ -181,12 +191,10 @@ def validate_record_fully(data: dict[str, Any]) -> ExecutionRecord:
     return record
 
 
-def _check_sizes(data: Any) -> None:
+def _check_sizes(data: dict[str, Any]) -> None:
     """Refuse what is over a size limit before anything reads its contents: the privacy
     scan reads every character (0.3 s for a note of 1.6 MB), and a producer must not be
     able to buy that much of the logger's time with one result."""
-    if type(data) is not dict:
-        return
     for name in ("skill_id",) + _TEXT_FIELDS:
         text, limit = data.get(name), MAX_NOTES if name == "notes" else MAX_TEXT
         if isinstance(text, str) and len(text) > limit:
@@ -366,15 +374,3 @@ def message_fields(msg: Any) -> dict[str, Any]:
         "success": bool(msg.success), "failure_reason": msg.failure_reason,
         "duration_s": float(msg.duration_s), "intent_id": msg.intent_id, "notes": msg.notes,
     }
-
-
-def record_from_message(msg: Any, fallback_stamp_ns: int) -> ExecutionRecord:
-    """Validate an ExecutionResult-shaped message (an rclpy message, or one decoded from a
-    bag) into a record; InvalidRecord says which field is wrong.
-
-    A zero header stamp means the skill did not stamp it: `fallback_stamp_ns` (the
-    logger's receive time, or the bag's) is used.
-    """
-    data = message_fields(msg)
-    data["stamp_ns"] = data["stamp_ns"] or fallback_stamp_ns
-    return validate_record(data)

@@ -16,12 +16,13 @@ lets rclpy deserialize them, so it is rclpy that says what is wrong. ROS-free.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from struct import Struct
 from struct import error as StructError
 from typing import Any
 
 from robot_memory.intake.records import (MAX_KEY, MAX_NOTES, MAX_TEXT, MAX_VALUES,
-                                         pairs_to_dict)
+                                         InvalidRecord, message_fields, pairs_to_dict)
 
 CDR_LE = b"\x00\x01"  # encapsulation id of plain little-endian CDR (XCDR1)
 # Positions are absolute in the bytes; CDR aligns relative to the end of the 4-byte
@@ -129,3 +130,26 @@ def result_fields_from_cdr(data: bytes) -> dict[str, Any] | None:
         "success": success == 1, "failure_reason": failure_reason,
         "duration_s": duration_s, "intent_id": intent_id, "notes": notes,
     }
+
+
+def serialized_result_fields(deserialize: Callable[[bytes], Any], data: bytes) -> dict[str, Any]:
+    """The fields of a serialized ExecutionResult, as every reader of one gets them (the
+    logger's topics with rclpy's `deserialize`, `import-bag` with rosbags'): read from the
+    bytes here, and only what this reader does not handle (another encoding) through
+    `deserialize` (bytes -> message). InvalidRecord, reason `oversized`, for more bytes
+    than any valid result takes (refused unread), and `malformed` for bytes that do not
+    deserialize either."""
+    if len(data) > MAX_RESULT_BYTES:
+        raise InvalidRecord("message", "oversized",
+                            f"{len(data)} bytes serialized, more than the {MAX_RESULT_BYTES} "
+                            "of the largest valid result; not read")
+    fields = result_fields_from_cdr(data)
+    if fields is None:
+        try:
+            message = deserialize(data)
+        except Exception as exc:  # rclpy's RMWError, rosbags' SerdeError, their next ones
+            raise InvalidRecord("message", "malformed",
+                                f"{len(data)} bytes that do not deserialize as "
+                                f"ExecutionResult ({type(exc).__name__})") from None
+        fields = message_fields(message)
+    return fields

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 from builtin_interfaces.msg import Time
 
@@ -14,9 +14,8 @@ from robot_memory.msg import Analogy as AnalogyMsg
 from robot_memory.msg import AnalogyProperty, ExecutionResult, KeyValue, PriorSource, SemanticFact
 from robot_memory.msg import Prior as PriorMsg
 from robot_memory.priors import Prior
-from robot_memory.intake.records import (ExecutionRecord, InvalidRecord, message_fields,
-                                         record_from_message)
-from robot_memory.intake.result_cdr import MAX_RESULT_BYTES, result_fields_from_cdr
+from robot_memory.intake import result_cdr
+from robot_memory.intake.records import ExecutionRecord, message_fields
 from robot_memory.store import FactRow
 
 
@@ -28,35 +27,19 @@ def ns_to_stamp(ns: int) -> Time:
     return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
 
 
-def record_from_msg(msg: ExecutionResult, fallback_stamp_ns: int) -> ExecutionRecord:
-    """Validate a message into a record (the same conversion a bag import uses)."""
-    return record_from_message(msg, fallback_stamp_ns)
-
-
 # The fields of a result (a message object) as plain data for validation.
 result_fields = message_fields
 
 
-def serialized_result_fields(data: bytes) -> dict[str, Any]:
-    """`result_fields` of a serialized ExecutionResult, read from the bytes (much cheaper
-    than building the message object); what that reader does not handle (another
-    encoding) goes through rclpy's deserialization instead. InvalidRecord, reason
-    `oversized`, for more bytes than any valid result takes (refused unread), and
-    `malformed` for bytes rclpy cannot deserialize either."""
-    if len(data) > MAX_RESULT_BYTES:
-        raise InvalidRecord("message", "oversized",
-                            f"{len(data)} bytes serialized, more than the {MAX_RESULT_BYTES} "
-                            "of the largest valid result; not read")
-    fields = result_fields_from_cdr(data)
-    if fields is None:
-        try:
-            message = deserialize_message(data, ExecutionResult)
-        except Exception as exc:  # rclpy's RMWError, or whatever its next release raises
-            raise InvalidRecord("message", "malformed",
-                                f"{len(data)} bytes that do not deserialize as "
-                                f"ExecutionResult ({type(exc).__name__})") from None
-        fields = message_fields(message)
-    return fields
+def _deserialized(data: bytes) -> ExecutionResult:
+    return deserialize_message(data, ExecutionResult)
+
+
+# The fields of a serialized ExecutionResult (intake/result_cdr.py): read from the bytes
+# (much cheaper than building the message object); what that reader does not handle
+# (another encoding) goes through rclpy's deserialization. A partial: no Python frame of
+# its own per result.
+serialized_result_fields = partial(result_cdr.serialized_result_fields, _deserialized)
 
 
 def record_to_msg(record: ExecutionRecord) -> ExecutionResult:

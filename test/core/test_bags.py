@@ -241,8 +241,9 @@ def _results_bag(tmp_path, storage, notes=lambda i: ""):
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
 def test_hostile_lengths_in_a_bag_cost_only_their_message(tmp_path, partition, storage):
-    """A message whose string claims 4 GB is refused as undecodable; one far over the
-    largest valid result is refused unread; the rest imports, at a bounded cost."""
+    """A message whose string claims 4 GB is refused as malformed (the reason the logger
+    gives such bytes); one far over the largest valid result is refused unread; the rest
+    imports, at a bounded cost."""
     bag, data, store, messages = _results_bag(
         tmp_path, storage, notes=lambda i: "n" * 200_000 if i == 7 else "")
     first = store.serialize_cdr(messages[0][1], "robot_memory/msg/ExecutionResult")
@@ -252,7 +253,7 @@ def test_hostile_lengths_in_a_bag_cost_only_their_message(tmp_path, partition, s
     data.write_bytes(bytes(raw))
     report = import_bag(partition, bag, progress=False)
     assert report.imported == 48
-    assert report.rejected_by_reason == {"oversized": 1, "undecodable": 1}
+    assert report.rejected_by_reason == {"oversized": 1, "malformed": 1}
     forces = [e.payload["parameters"]["force_n"] for e in partition.events([EXECUTION_RESULT])]
     assert forces == [float(i) for i in range(1, 50) if i != 7]
 

@@ -71,33 +71,47 @@ def test_errors_are_one_line_and_non_zero(tmp_path, db_url):
 
 def test_ingest_refuses_hostile_lines_one_by_one_and_stores_the_rest(tmp_path, manifest_file,
                                                                      db_url):
-    """A stamp past int64 nanoseconds, a line of 2 MB, JSON nested 100,000 deep, a
-    secret, a stamp years ahead: each is its own line's problem, with its line number."""
+    """A stamp past int64 nanoseconds (also as a decimal string whose exponent no
+    arithmetic holds: it once stopped the command with an internal error and nothing
+    stored), a line of 2 MB, JSON nested 100,000 deep, a secret, a stamp years ahead, a
+    text JSON can spell but no store can encode: each is its own line's problem, with its
+    line number and reason, counted; the rest is stored."""
     from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
     from robot_memory.store import MemoryStore
     lines = tmp_path / "hostile.jsonl"
+    complete = {**good(9), "zone": "", "failure_reason": "", "duration_s": 1.0,
+                "intent_id": "", "notes": "bad \udcff"}  # valid on the fast path but for it
     write_jsonl(lines, [good(0), {**good(1), "stamp": 10**12}, good(2),
                         json.dumps({**good(3), "notes": "x" * 2_000_000}),
                         "[" * 100_000 + "]" * 100_000,
                         {**good(5), "notes": "password=hunter2"},
-                        {**good(6), "stamp": 4_000_000_000}, good(7)])
+                        {**good(6), "stamp": 4_000_000_000}, good(7),
+                        {**good(8), "stamp": "1e999999999999"}, complete,
+                        {**good(10), "stamp": 2**63}, good(11)])
     ingest = run("ingest", "--db", db_url, "--manifest", str(manifest_file), "--jsonl",
                  str(lines))
     assert ingest.returncode == 1, ingest.stderr
     assert "internal error" not in ingest.stderr
-    assert "ingested 4 execution results, rejected 4 lines" in ingest.stdout
+    assert "ingested 5 execution results, rejected 7 lines" in ingest.stdout
+    assert ("rejected by reason: invalid_value 4, malformed 1, oversized 1, "
+            "privacy_password 1") in ingest.stdout
     assert "1 stamped ahead, stored at receipt (clock_skew)" in ingest.stdout
-    assert "hostile.jsonl:2: rejected: stamp 1000000000000 is past what a 64-bit" \
-        in ingest.stderr
-    assert "hostile.jsonl:4: rejected: line: more than 1048576 bytes" in ingest.stderr
-    assert "hostile.jsonl:5: rejected: nested too deeply" in ingest.stderr
+    for number in (2, 9, 11):
+        assert f"hostile.jsonl:{number}: rejected: stamp: " in ingest.stderr
+    assert "is past what a 64-bit nanosecond time can hold (year 2262) " \
+        "(reason invalid_value)" in ingest.stderr
+    assert "hostile.jsonl:4: rejected: line: more than 1048576 bytes, not read " \
+        "(reason oversized)" in ingest.stderr
+    assert "hostile.jsonl:5: rejected: line: nested too deeply" in ingest.stderr
     assert "hostile.jsonl:6: rejected: notes:" in ingest.stderr
+    assert "hostile.jsonl:10: rejected: notes: text that is not valid Unicode" \
+        in ingest.stderr
     assert "hunter2" not in ingest.stderr
     part = MemoryStore(db_url).partition(load_manifest(manifest_file).identity_hash())
     stored = list(part.events([EXECUTION_RESULT]))
     assert [e.payload["sent_stamp_ns"] for e in stored if "sent_stamp_ns" in e.payload] == \
         [4_000_000_000 * 10**9]
-    assert len(stored) == 4
+    assert len(stored) == 5
     [refusal] = list(part.events([PRIVACY_REJECTION]))
     assert refusal.payload["field"] == "notes" and refusal.payload["source"] == \
         "ingest hostile.jsonl:6"

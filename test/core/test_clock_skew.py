@@ -40,8 +40,8 @@ def well_observed(tmp_path):
     ingest = Ingest(part, flush_period_s=0.01)
     for i in range(200):
         stamp = START_NS + i * MINUTE_NS
-        ingest.submit_events([ingest.take_event(result(stamp, i % 9 != 0, f"r{i}"), "t",
-                                                received_ns=stamp)])
+        ingest.submit_events([ingest.take_received(dict, result(stamp, i % 9 != 0, f"r{i}"),
+                                                   "t", stamp)])
     assert ingest.flush()
     ingest.close()
     consolidation_pass(part)
@@ -50,8 +50,8 @@ def well_observed(tmp_path):
 
 def add_one(part, stamp_ns: int, received_ns: int, success: bool) -> Ingest:
     ingest = Ingest(part, flush_period_s=0.01)
-    ingest.submit_events([ingest.take_event(result(stamp_ns, success, "next"), "t",
-                                            received_ns=received_ns)])
+    ingest.submit_events([ingest.take_received(dict, result(stamp_ns, success, "next"), "t",
+                                               received_ns)])
     assert ingest.flush()
     ingest.close()
     consolidation_pass(part)
@@ -83,8 +83,8 @@ def test_without_the_receipt_check_one_skewed_stamp_erases_the_confidence(tmp_pa
     part, now = well_observed(tmp_path)
     before = rate_fact(part).confidence
     ingest = Ingest(part, flush_period_s=0.01, max_clock_ahead_s=20 * YEAR_S)
-    ingest.submit_events([ingest.take_event(result(now + 11 * YEAR_S * 10**9, True, "x"),
-                                            "t", received_ns=now)])
+    ingest.submit_events([ingest.take_received(
+        dict, result(now + 11 * YEAR_S * 10**9, True, "x"), "t", now)])
     assert ingest.flush()
     ingest.close()
     consolidation_pass(part)
@@ -103,4 +103,9 @@ def test_stamps_behind_or_slightly_ahead_are_believed_and_an_unset_clock_checks_
     assert payload == {RECEIVED: 100, SENT_STAMP: 111}
     payload = {}
     assert at_receipt(payload, 10**18, 0, 10) == (10**18, False)  # sim time not started
+    assert payload == {}
+    assert at_receipt(payload, 0, 100, 10) == (100, False)  # not stamped: its receipt
+    assert payload == {RECEIVED: 100}
+    payload = {}
+    assert at_receipt(payload, 0, 0, 10) == (0, False)
     assert payload == {}

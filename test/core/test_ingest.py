@@ -14,7 +14,6 @@ from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
 from robot_memory.growth import GrowthGuard
 from robot_memory.intake.ingest import (INVALID, PRIVACY, STORE_FULL, Ingest, Refused,
                                         StoreWriteFailed)
-from robot_memory.intake.records import InvalidRecord
 from robot_memory.store import MemoryStore, verify_chain
 
 A = "a" * 64
@@ -26,6 +25,22 @@ def fields(i: int, **changes) -> dict:
             "parameters": {"force_n": 20.0}, "observations": {}, "success": True,
             "failure_reason": "", "duration_s": 1.0, "intent_id": f"r{i}", "notes": ""}
     return {**data, **changes}
+
+
+def take(ingest, data: dict, source: str = "t", received_ns: int = 0):
+    """A result as the logger's intake takes it (its fields already read), or Refused."""
+    return ingest.take_received(dict, data, source, received_ns)
+
+
+def queue(ingest, data: dict, source: str = "t") -> bool:
+    """A topic's result taken and queued; False if refused or not queued."""
+    event = take(ingest, data, source)
+    return not isinstance(event, Refused) and ingest.submit_events([event]) == 0
+
+
+def acknowledged(ingest, data: dict, source: str = "record_event"):
+    """A record_event write: the future of its commit."""
+    return ingest.record_event(take(ingest, data, source))
 
 
 def intents(part) -> list[str]:
@@ -55,7 +70,7 @@ def make_ingest():
 def test_topic_results_are_written_in_batches_in_arrival_order(part, make_ingest):
     ingest = make_ingest(part, flush_period_s=0.01)
     for i in range(500):
-        assert ingest.submit(ingest.take(fields(i), "execution_results"))
+        assert queue(ingest, fields(i), "execution_results")
     assert ingest.flush()
     assert intents(part) == [f"r{i}" for i in range(500)]
     assert (ingest.accepted, ingest.written, ingest.pending) == (500, 500, 0)
@@ -68,7 +83,7 @@ def test_write_now_has_the_writer_write_without_waiting_for_its_period(part, mak
     ingest = make_ingest(part, flush_period_s=3600.0)
     time.sleep(0.2)  # the writer is now waiting out its period
     for i in range(50):
-        assert ingest.submit(ingest.take(fields(i), "execution_results"))
+        assert queue(ingest, fields(i), "execution_results")
     ingest.write_now()
     deadline = time.monotonic() + 30.0
     while ingest.written < 50 and time.monotonic() < deadline:
@@ -81,10 +96,9 @@ def test_an_acknowledged_write_lands_after_what_was_pending_and_only_once_commit
         part, make_ingest):
     ingest = make_ingest(part, flush_period_s=60.0)  # only the acknowledged write flushes
     for i in range(5):
-        ingest.submit(ingest.take(fields(i), "execution_results"))
+        queue(ingest, fields(i), "execution_results")
     assert part.count_events() == 0
-    stored = ingest.record(ingest.take(fields(99, intent_id="acked"), "record_event")) \
-        .result(timeout=10)
+    stored = acknowledged(ingest, fields(99, intent_id="acked")).result(timeout=10)
     assert stored.seq == 6 and part.event_by_id(stored.id).payload["intent_id"] == "acked"
     assert intents(part) == ["r0", "r1", "r2", "r3", "r4", "acked"]
 
@@ -92,22 +106,21 @@ def test_an_acknowledged_write_lands_after_what_was_pending_and_only_once_commit
 def test_refusals_are_counted_by_reason_and_privacy_is_logged_without_the_value(
         part, make_ingest):
     ingest = make_ingest(part, flush_period_s=0.01)
-    with pytest.raises(Refused) as empty:
-        ingest.take(fields(1, skill_id=""), "execution_results")
-    assert (empty.value.code, empty.value.reason) == (INVALID, "empty_skill_id")
-    assert empty.value.detail.startswith("skill_id:")
-    with pytest.raises(Refused) as secret:
-        ingest.take(fields(2, notes="mail jane.doe@example.org"), "record_event")
-    assert (secret.value.code, secret.value.reason) == (PRIVACY, "privacy_email")
-    # a conversion error found by the caller (duplicate keys) is counted the same way
-    refused = ingest.refuse_invalid(InvalidRecord("parameters", "duplicate_key", "twice"),
-                                    "execution_results")
-    assert refused.code == INVALID
+    empty = take(ingest, fields(1, skill_id=""), "execution_results")
+    assert (empty.code, empty.reason) == (INVALID, "empty_skill_id")
+    assert empty.detail.startswith("skill_id:")
+    secret = take(ingest, fields(2, notes="mail jane.doe@example.org"), "record_event")
+    assert (secret.code, secret.reason) == (PRIVACY, "privacy_email")
+
+    def duplicate(_given):  # a conversion error found by the reader (duplicate keys)
+        from robot_memory.intake.records import pairs_to_dict
+        return {**fields(5), "parameters": pairs_to_dict("parameters", [("f", 1.0)] * 2)}
+
+    refused = ingest.take_received(duplicate, b"", "execution_results", 0)
+    assert (refused.code, refused.reason) == (INVALID, "duplicate_key")
     assert ingest.flush()
-    with pytest.raises(Refused) as contradictory:  # success with a failure reason
-        ingest.take(fields(3, failure_reason="slipped"), "execution_results")
-    assert (contradictory.value.code, contradictory.value.reason) == (
-        INVALID, "contradictory_result")
+    contradictory = take(ingest, fields(3, failure_reason="slipped"))  # success and a reason
+    assert (contradictory.code, contradictory.reason) == (INVALID, "contradictory_result")
     assert ingest.rejected == {"empty_skill_id": 1, "privacy_email": 1, "duplicate_key": 1,
                                "contradictory_result": 1}
     assert ingest.lost == {}  # refusals by rule are not loss
@@ -119,7 +132,7 @@ def test_refusals_are_counted_by_reason_and_privacy_is_logged_without_the_value(
 
 def test_a_full_backlog_refuses_and_counts_and_keeps_what_it_holds(part, make_ingest):
     ingest = make_ingest(part, max_pending=3, flush_period_s=60.0)
-    taken = [ingest.submit(ingest.take(fields(i), "t")) for i in range(5)]
+    taken = [queue(ingest, fields(i)) for i in range(5)]
     assert taken == [True, True, True, False, False]
     ingest.count("dds_lost", 7)
     assert ingest.lost == {"backlog_full": 2, "dds_lost": 7}
@@ -132,20 +145,23 @@ def test_a_full_backlog_refuses_and_counts_and_keeps_what_it_holds(part, make_in
 def test_a_round_queued_at_once_keeps_its_order_and_refuses_only_what_overflows(
         part, make_ingest):
     ingest = make_ingest(part, max_pending=4, flush_period_s=60.0)
-    assert ingest.submit(ingest.take(fields(0), "t"))
-    assert ingest.submit_many([ingest.take(fields(i), "t") for i in range(1, 6)]) == 2
-    assert ingest.submit_many([]) == 0
+    assert queue(ingest, fields(0))
+    assert ingest.submit_events([take(ingest, fields(i)) for i in range(1, 6)]) == 2
+    assert ingest.submit_events([]) == 0
     assert ingest.accepted == 4 and ingest.lost == {"backlog_full": 2}
     assert ingest.flush()
     assert intents(part) == ["r0", "r1", "r2", "r3"]
-    assert ingest.submit_many([ingest.take(fields(i), "t") for i in (6, 7)]) == 0
+    assert ingest.submit_events([take(ingest, fields(i)) for i in (6, 7)]) == 0
     assert ingest.flush() and intents(part) == ["r0", "r1", "r2", "r3", "r6", "r7"]
 
 
 def test_the_topics_events_are_logged_as_records_are(tmp_path, make_ingest):
-    """take_event + submit_events (the logger's topics) store the same bytes, hashes and
-    refusals as take + submit_many, for results valid on the fast path or only through
-    pydantic (an int force), refused, or secret (logged as its privacy_rejection event)."""
+    """take_received (the fields given away, on the fast path, as the payload) stores the
+    same bytes as the validated record's event, for results valid on the fast
+    path or only through pydantic (an int force); refused and secret results (logged as
+    a privacy_rejection event) take no place among them."""
+    from robot_memory.intake.records import InvalidRecord, validate_record
+    from robot_memory.store import NewEvent
     stream = [fields(0), fields(1, parameters={"force_n": 20}), fields(2, skill_id=""),
               fields(3, notes="token sk-" + "a" * 30), fields(4, observations={"m": 0.5}),
               {k: v for k, v in fields(5).items() if k != "zone"}]
@@ -153,25 +169,29 @@ def test_the_topics_events_are_logged_as_records_are(tmp_path, make_ingest):
     for way in ("records", "events"):
         store = MemoryStore(f"sqlite:///{tmp_path / way}.db")
         ingest = make_ingest(store.partition(A), flush_period_s=60.0, now_ns=lambda: 42)
-        taken = []
+        queued = []
         for data in stream:
-            try:
-                taken.append(ingest.take(dict(data), "t") if way == "records"
-                             else ingest.take_event(dict(data), "t"))
-            except Refused as refused:
-                taken.append(refused.reason)
-        queued = [item for item in taken if not isinstance(item, str)]
-        assert (ingest.submit_many(queued) if way == "records"
-                else ingest.submit_events(queued)) == 0
+            if way == "records":
+                try:
+                    queued.append(NewEvent.of_record(validate_record(dict(data))))
+                except InvalidRecord:
+                    pass
+            else:
+                event = take(ingest, dict(data))
+                if not isinstance(event, Refused):
+                    queued.append(event)
+        assert ingest.submit_events(queued) == 0
         assert ingest.flush()
         with store.read() as conn:
-            rows = conn.exec_driver_sql("SELECT seq, kind, stamp_ns, payload_json, "
-                                        "event_hash FROM events ORDER BY seq").all()
-        logged[way] = (rows, dict(ingest.rejected), [t for t in taken if isinstance(t, str)])
-    assert logged["events"] == logged["records"]
-    rows, rejected, _ = logged["events"]
-    assert [row[1] for row in rows] == ["privacy_rejection"] + ["execution_result"] * 4
-    assert rejected == {"empty_skill_id": 1, "privacy_api_key": 1}
+            rows = conn.exec_driver_sql(
+                "SELECT kind, stamp_ns, payload_json FROM events "
+                "WHERE kind = 'execution_result' ORDER BY seq").all()
+        logged[way] = rows
+        if way == "events":
+            assert [e.payload for e in store.partition(A).events(["privacy_rejection"])] \
+                == [{"source": "t", "field": "notes", "category": "api_key"}]
+            assert ingest.rejected == {"empty_skill_id": 1, "privacy_api_key": 1}
+    assert logged["events"] == logged["records"] and len(logged["events"]) == 4
 
 
 def cap_pages(store: MemoryStore, cap: dict) -> None:
@@ -192,35 +212,34 @@ def test_a_failing_store_keeps_results_pending_fails_acks_and_recovers(db_url, m
     part = store.partition(A)
     ingest = make_ingest(part, flush_period_s=0.01, retry_period_s=0.05)
     for i in range(1, 40):
-        ingest.submit(ingest.take(fields(i, notes="x" * 1500), "t"))
+        queue(ingest, fields(i, notes="x" * 1500))
     assert not ingest.flush(timeout=1.0)
     assert ingest.pending == 39 and "disk is full" in ingest.last_error
     with pytest.raises(StoreWriteFailed, match="disk is full"):
-        ingest.record(ingest.take(fields(500, intent_id="acked-during"), "s")).result(10)
+        acknowledged(ingest, fields(500, intent_id="acked-during")).result(10)
     assert ingest.rejected["store_error"] == 1 and ingest.lost == {"store_error": 1}
     cap["pages"] = None  # space is back; the next retry opens a fresh connection
     assert ingest.flush(timeout=20)
-    stored = ingest.record(ingest.take(fields(501, intent_id="acked-after"), "s")).result(10)
+    stored = acknowledged(ingest, fields(501, intent_id="acked-after")).result(10)
     assert intents(part) == ["r0"] + [f"r{i}" for i in range(1, 40)] + ["acked-after"]
     assert stored.seq == 41 and ingest.last_error == "" and verify_chain(part).ok
 
 
 def test_the_growth_guard_refuses_past_the_hard_limit(part, make_ingest):
     ingest = make_ingest(part, guard=GrowthGuard(0.0, 1e-6), size_of=lambda: 10_000)
-    with pytest.raises(Refused) as full:
-        ingest.take(fields(1), "t")
-    assert full.value.code == STORE_FULL and "hard limit" in full.value.detail
+    full = take(ingest, fields(1))
+    assert full.code == STORE_FULL and "hard limit" in full.detail
     assert ingest.rejected == {"store_full": 1}
 
 
 def test_close_writes_what_is_queued(part):
     ingest = Ingest(part, flush_period_s=60.0)
     for i in range(10):
-        ingest.submit(ingest.take(fields(i), "t"))
+        queue(ingest, fields(i))
     ingest.close()
     assert intents(part) == [f"r{i}" for i in range(10)]
     with pytest.raises(StoreWriteFailed):
-        ingest.record(ingest.take(fields(11), "t")).result(1)
+        acknowledged(ingest, fields(11)).result(1)
 
 
 ACKING_WRITER = """
@@ -228,13 +247,13 @@ import sys
 from robot_memory.intake.ingest import Ingest
 from robot_memory.store import MemoryStore
 sys.path.insert(0, sys.argv[2])
-from test_ingest import fields
+from test_ingest import acknowledged, fields, queue
 ingest = Ingest(MemoryStore(sys.argv[1]).partition("a" * 64), flush_period_s=0.02)
 i = 0
 while True:
     for j in range(20):  # topic traffic between the acknowledged writes
-        ingest.submit(ingest.take(fields(i * 100 + j, intent_id=f"topic-{i}-{j}"), "t"))
-    stored = ingest.record(ingest.take(fields(i, intent_id=f"ack-{i}"), "s")).result()
+        queue(ingest, fields(i * 100 + j, intent_id=f"topic-{i}-{j}"))
+    stored = acknowledged(ingest, fields(i, intent_id=f"ack-{i}")).result()
     print(f"ack-{i} {stored.id}", flush=True)
     i += 1
 """
@@ -263,8 +282,6 @@ def test_refusals_leave_no_cyclic_garbage_that_would_hold_what_was_refused(part,
     the nodes run the cyclic collector rarely (after 10,000 new objects), so a refusal
     caught in a cycle kept its sample (1.6 MB each) for as long as the logger was quiet."""
     import gc
-
-    from robot_memory.intake.ingest import Refused
 
     ingest = make_ingest(part)
 
@@ -320,7 +337,7 @@ def test_waiting_for_room_returns_once_the_writer_has_caught_up(part, make_inges
     for the writer to bring what is pending down to a bound: it returns at the commit,
     not at the timeout."""
     ingest = make_ingest(part, flush_period_s=3600.0)
-    ingest.submit_events([ingest.take_event(fields(i), "t") for i in range(300)])
+    ingest.submit_events([take(ingest, fields(i)) for i in range(300)])
     assert not ingest.wait_until_pending_at_most(100, timeout=0.2)  # nothing written yet
     started = time.monotonic()
     ingest.write_now()

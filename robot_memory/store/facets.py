@@ -115,23 +115,26 @@ class ComboIds:
             self._committed_upto = max(self._committed_upto, max(row[0] for row in rows))
         return self._committed
 
-    def referenced(self, conn: Connection, facets_where: str, binds: dict) -> dict[int, Combo]:
+    def referenced(self, conn: Connection, facets_where: str, params: Sequence
+                   ) -> dict[int, Combo]:
         """combo_id -> combination of the combos that the result_facets rows matching
-        `facets_where` use: for a short range, when nothing is cached yet (a pass over
-        10^3 results needs 10^3 combos, not the 10^4 a store has)."""
-        rows = conn.execute(text(
+        `facets_where` (written with the driver's parameter marks, filled by `params`)
+        use: for a short range, when nothing is cached yet (a pass over 10^3 results
+        needs 10^3 combos, not the 10^4 a store has)."""
+        mark = placeholder(conn)
+        rows = conn.exec_driver_sql(
             f"SELECT {', '.join(('combo_id',) + COMBO_FIELDS)} FROM result_combos "
-            "WHERE identity_hash = :ident AND combo_id IN "
-            f"(SELECT combo_id FROM result_facets WHERE {facets_where})"),
-            {**binds, "ident": self.identity_hash}).all()
+            f"WHERE identity_hash = {mark} AND combo_id IN "
+            f"(SELECT combo_id FROM result_facets WHERE {facets_where})",
+            (self.identity_hash, *params)).all()
         return {row[0]: tuple(row[1:]) for row in rows}
 
-    def for_short_range(self, conn: Connection, facets_where: str, binds: dict
+    def for_short_range(self, conn: Connection, facets_where: str, params: Sequence
                         ) -> dict[int, Combo]:
         """The combinations a pass over a short range needs (read transactions only):
         those it uses, or all of them once they are cached anyway."""
         if not self._committed_upto:
-            return self.referenced(conn, facets_where, binds)
+            return self.referenced(conn, facets_where, params)
         return self.committed(conn)
 
     def ids_of(self, conn: Connection, combos: set[Combo]) -> dict[Combo, int]:

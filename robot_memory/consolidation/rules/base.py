@@ -75,7 +75,7 @@ class RulesConfig:
         return math.ceil(40 * self.safety_half_life_s / self.time_bucket_s)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RenderedFact:
     kind: str
     key: str
@@ -89,6 +89,18 @@ class RenderedFact:
     conflict: dict[str, Any] | None = None
     # Rules that made it (an operator's fact says operator/1).
     rule_version: str = RULE_VERSION
+
+    def __init__(self, kind: str, key: str, value: dict[str, Any], status: str,
+                 confidence: float, n_observations: int, last_supporting_event_id: int,
+                 last_updated_ns: int, conflict: dict[str, Any] | None = None,
+                 rule_version: str = RULE_VERSION) -> None:
+        # Set through __dict__: the frozen dataclass's own __init__ sets each field with
+        # object.__setattr__, three times the cost, and a pass renders one per fact.
+        self.__dict__.update(kind=kind, key=key, value=value, status=status,
+                             confidence=confidence, n_observations=n_observations,
+                             last_supporting_event_id=last_supporting_event_id,
+                             last_updated_ns=last_updated_ns, conflict=conflict,
+                             rule_version=rule_version)
 
 
 @lru_cache(maxsize=1 << 16)  # a full pass asks for the same keys ~20 times each

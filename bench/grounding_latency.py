@@ -7,7 +7,7 @@ same type that sends back the same payload `ground` answers with, built once
 (bench.load_publisher: the logger ingests, the consolidator runs passes whose deltas the
 grounding server applies), a client process (bench.grounding_client) alternates `ground`
 and `echo_ground` requests with the same content and times each round trip. Goal
-(docs/design.md): ground p99 <= 1.5x echo p99. Also times GroundingIndex.lookup alone, in
+(docs/architecture.md): ground p99 <= 1.5x echo p99. Also times GroundingIndex.lookup alone, in
 process. This process only orchestrates; it does not touch ROS.
 
 With --tails it then measures the tails under a robot's real load: p50 and p99 of

@@ -11,7 +11,7 @@ received by the no-op subscriber, stored by the logger, the logger's loss counts
 cause (its /diagnostics, via the no-op process), the logger process's CPU seconds
 (psutil) and the RSS of every process. This process only orchestrates.
 
-Goals (docs/design.md): stored / no-op received >= 0.99 at every rate up to 2000/s; at most
+Goals (docs/architecture.md): stored / no-op received >= 0.99 at every rate up to 2000/s; at most
 0.1 core at 1000/s. Also checked: stored + counted losses == sent, exactly.
 
 Then a flood of invalid results (force_n = NaN) at --invalid-rate: every one must be

@@ -23,6 +23,12 @@ class CommandError(UsageError):
 class Parser(argparse.ArgumentParser):
     """argparse whose errors are a UsageError (one line, exit 2) instead of usage + exit."""
 
+    verbs = None  # the subcommands' action, once add_subparsers made it (docs/cli.md)
+
+    def add_subparsers(self, **kwargs):
+        self.verbs = super().add_subparsers(**kwargs)
+        return self.verbs
+
     def error(self, message: str):
         error = UsageError(f"{message} (see {self.prog} --help)")
         error.prog = self.prog  # the (sub)command whose arguments were refused

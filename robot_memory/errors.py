@@ -13,16 +13,16 @@ reads). `str(error)` is the one line the command line prints.
     │   └── parameters.InvalidParameterValue      a value of the wrong type or range
     ├── InputError                        exit 3  a file or value given is missing/invalid
     │   ├── manifest.ManifestError                identity manifest, certified hash
-    │   ├── records.InvalidRecord                 an execution result, field by field
+    │   ├── intake.records.InvalidRecord          an execution result, field by field
     │   ├── consolidation.override_records.OverrideError  an override that cannot be recorded
     │   ├── explain.FactNotFound                  no such fact for this identity
     │   ├── evidence.witness.WitnessError         a signing key or witness file unusable
     │   ├── store.roles.RoleError                 a role name or identity the fleet store refuses
     │   ├── priors_sources.PriorsError            a priors source that fails its check
-    │   └── ingest.Refused                        (internal: a result the logger refused)
+    │   └── intake.admission.Refused              (internal: a result not admitted)
     ├── StoreFailure                      exit 4  the store cannot be opened or read
     │   ├── store.StoreError                      (bad URL, no driver, no server, schema)
-    │   ├── ingest.StoreWriteFailed               (an acknowledged write's transaction failed)
+    │   ├── intake.ingest.StoreWriteFailed        (an acknowledged write's transaction failed)
     │   ├── compaction.CompactionError            a compaction refused; a segment it needs missing
     │   ├── StoreLocked                   exit 5  another connection holds the lock
     │   └── StoreIntegrityError           exit 6  the file or a chain cannot be trusted

@@ -17,7 +17,7 @@ from robot_memory.store import FactRow, FactWrite
 GroupId = tuple[str, str]  # (fact kind, group key)
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class FactChange:
     """A fact a pass writes. The new value travels as its canonical JSON (what is
     stored), not as nested dicts: a pass over 10^4 keys holds 10^4 of these."""
@@ -27,11 +27,6 @@ class FactChange:
     old: FactRow | None
     new: RenderedFact  # its value is left out (None): see value_json / new_value
     value_json: str
-
-    def __init__(self, kind: str, key: str, old: FactRow | None, new: RenderedFact,
-                 value_json: str) -> None:
-        # Through __dict__, as RenderedFact: one per fact a pass changes.
-        self.__dict__.update(kind=kind, key=key, old=old, new=new, value_json=value_json)
 
     @property
     def new_value(self) -> dict[str, Any]:

@@ -48,14 +48,9 @@ class NewEvent(NamedTuple):
     # keys; str, bool, int, float, dict and list values only, as ExecutionRecord.payload()
     # makes): the append then skips decoding the stored bytes again.
     as_decoded: bool = False
-    # True for an execution_result made by `of_record`: its facets are read without
-    # checking the payload again.
+    # True for an execution_result whose payload the intake validated (intake/admission.py):
+    # its facets are read without checking the payload again.
     checked_result: bool = False
-
-    @classmethod
-    def of_record(cls, record) -> NewEvent:
-        """The execution_result event of a validated ExecutionRecord."""
-        return cls(EXECUTION_RESULT, record.payload(), record.stamp_ns, True, True)
 
 
 def event_digest(prev_hash: str, identity_hash: str, seq: int, kind: str, stamp_ns: int,

@@ -135,8 +135,10 @@ def test_a_payload_given_as_decoded_is_stored_and_returned_exactly_as_one_decode
     made = {"decodes": lambda r: NewEvent("execution_result", r.payload(), r.stamp_ns),
             "as_decoded": lambda r: NewEvent("execution_result", r.payload(), r.stamp_ns,
                                              as_decoded=True),
-            # of_record: also read without checking the payload again (facets_of_checked)
-            "of_record": NewEvent.of_record}
+            # checked: also read without checking the payload again (facets_of_checked), as
+            # the intake's admission makes them
+            "checked": lambda r: NewEvent("execution_result", r.payload(), r.stamp_ns,
+                                          as_decoded=True, checked_result=True)}
     stored = {}
     for name, make in made.items():
         url = f"sqlite:///{tmp_path / f'{name}.db'}"
@@ -145,8 +147,7 @@ def test_a_payload_given_as_decoded_is_stored_and_returned_exactly_as_one_decode
                         *(_rows(url, t) for t in ("events", "result_facets",
                                                   "result_values", "result_combos")))
         assert verify_chain(part).ok
-    assert stored["as_decoded"] == stored["decodes"] == stored["of_record"]
-    assert NewEvent.of_record(records[0]).checked_result
+    assert stored["as_decoded"] == stored["decodes"] == stored["checked"]
 
 
 def test_facets_of_odd_payloads_match_those_of_the_record_reader():

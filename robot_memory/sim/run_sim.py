@@ -133,22 +133,25 @@ def wait_stack_ready(nodes: Nodes) -> None:
         raise TimeoutError("episodic_logger did not subscribe to execution_results")
     # The verifier activates the managed nodes one by one: `ground` answering says the
     # grounding server is active, not yet the consolidator whose passes a run requests.
-    _wait(lambda: lifecycle_state(nodes.planner, "consolidator") == State.PRIMARY_STATE_ACTIVE,
-          60, "the consolidator to activate")
+    wait_active(nodes.planner, "consolidator", 60)
 
 
-def lifecycle_state(node, managed: str) -> int:
-    """`managed`'s lifecycle state id, asked through its get_state service
-    (PRIMARY_STATE_UNKNOWN while it does not answer)."""
+def wait_active(node, managed: str, timeout_s: float) -> None:
+    """Until `managed` says it is active, asked through its get_state service (one
+    client for the whole wait; an unanswered request is asked again)."""
     client = node.create_client(GetState, f"{managed}/get_state")
-    try:
-        if not client.wait_for_service(1.0):
-            return State.PRIMARY_STATE_UNKNOWN
+
+    def active() -> bool:
+        if not client.wait_for_service(0.5):
+            return False
         future = client.call_async(GetState.Request())
         deadline = time.monotonic() + 2.0
         while not future.done() and time.monotonic() < deadline:
             time.sleep(0.01)
-        return future.result().current_state.id if future.done() else State.PRIMARY_STATE_UNKNOWN
+        return future.done() and \
+            future.result().current_state.id == State.PRIMARY_STATE_ACTIVE
+    try:
+        _wait(active, timeout_s, f"{managed} to activate")
     finally:
         node.destroy_client(client)
 

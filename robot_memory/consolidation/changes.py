@@ -12,7 +12,7 @@ from robot_memory.canonical import plain_canonical_json
 from robot_memory.consolidation.rules import (RULE_VERSION, STATUS_CONTESTED,
                                               STATUS_INVALIDATED, RenderedFact)
 from robot_memory.event_kinds import KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED
-from robot_memory.store import FactRow, FactWrite
+from robot_memory.store import FactRow, FactWrite, Partition
 
 GroupId = tuple[str, str]  # (fact kind, group key)
 
@@ -81,3 +81,25 @@ def fact_write(change: FactChange) -> FactWrite:
     return FactWrite(change.old.id if change.old else None, change.kind, change.key,
                      change.value_json, fact.status, fact.confidence, fact.n_observations,
                      fact.rule_version, fact.last_supporting_event_id, fact.last_updated_ns)
+
+
+def facts_written(partition: Partition, changes: list[FactChange]) -> list[FactRow]:
+    """The rows a committed pass left for its changes, in (kind, key) order. A changed
+    fact's row is the change itself (its id was the old row's), so only facts new to
+    the store, whose ids the store gave, are read back: at 1,000 results a second,
+    reading back every changed fact was a tenth of what a pass cost."""
+    rows = {}
+    new_keys = set()
+    for change in changes:
+        if change.old is None:
+            new_keys.add((change.kind, change.key))
+            continue
+        fact = change.new
+        rows[(change.kind, change.key)] = FactRow(
+            change.old.id, change.kind, change.key, None, change.value_json, fact.status,
+            fact.confidence, fact.n_observations, fact.rule_version,
+            fact.last_supporting_event_id, fact.last_updated_ns)
+    if new_keys:
+        with partition.store.read() as conn:
+            rows.update(((f.kind, f.key), f) for f in partition.facts_by_key(new_keys, conn))
+    return [rows[key] for key in sorted(rows)]

@@ -89,8 +89,3 @@ def facts_at_checkpoint(partition: Partition) -> tuple[int, list[FactRow]]:
     """(events.id of the newest run, i.e. the facts' version, and the facts)."""
     with partition.store.read() as conn:
         return read_checkpoint(partition, conn).run_event_id, partition.facts(conn=conn)
-
-
-def facts_by_key(partition: Partition, keys: set[tuple[str, str]]) -> list[FactRow]:
-    with partition.store.read() as conn:
-        return partition.facts_by_key(keys, conn)

@@ -15,8 +15,8 @@ from pathlib import Path
 from rclpy.clock import Clock, ClockType
 
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
-from robot_memory.consolidation.checkpoint import (backlog, facts_at_checkpoint, facts_by_key,
-                                                   read_checkpoint)
+from robot_memory.consolidation.changes import facts_written
+from robot_memory.consolidation.checkpoint import backlog, facts_at_checkpoint, read_checkpoint
 from robot_memory.consolidation.overrides import OverrideError, record_override
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.consolidation.rules import STATUS_ACTIVE
@@ -28,7 +28,7 @@ from robot_memory.request_limits import over_limit
 from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.fact_snapshot import FactSnapshot
-from robot_memory.ros.heap import release_freed_memory
+from robot_memory.ros.heap import WORTH_RELEASING_MB, release_freed_memory
 from robot_memory.ros.managed_node import ActiveTimer, ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import NodeSpec, run_node
@@ -214,7 +214,7 @@ class Consolidator(ManagedMemoryNode):
                 f"{conflict['status']['from']} -> {conflict['status']['to']}")
         self._publish_pass(report)
         self._checkpoint_log()
-        release_freed_memory()  # what the pass read and rendered
+        release_freed_memory(WORTH_RELEASING_MB)  # what the pass read and rendered
         return report
 
     def _compact_if_due(self) -> None:
@@ -275,7 +275,7 @@ class Consolidator(ManagedMemoryNode):
         previous = report.previous_run_event_id
         if previous != self._run_event_id:  # another process ran a pass in between
             self._load_snapshot()
-        changed = facts_by_key(self.partition, {(c.kind, c.key) for c in report.changes})
+        changed = facts_written(self.partition, report.changes)
         delta = [fact_to_msg(f) for f in changed]
         self._snapshot.update(delta)
         self._run_event_id = report.run_event_id

@@ -34,7 +34,7 @@ from robot_memory.log_throttle import LogThrottle, held_back
 from robot_memory.msg import ExecutionResult
 from robot_memory.ros.conversions import result_fields, serialized_result_fields
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
-from robot_memory.ros.heap import release_freed_memory
+from robot_memory.ros.heap import WORTH_RELEASING_MB, release_freed_memory
 from robot_memory.ros.logger_intake import (HOLD_AT_MOST, IntakeThread, TakenByIntake,
                                             _taken_by_intake_only)
 from robot_memory.ros.managed_node import ManagedMemoryNode
@@ -342,7 +342,7 @@ class EpisodicLogger(ManagedMemoryNode):
         self._written_at_last_status = (written, now)
         if not pending and written - self._written_at_last_trim >= TRIM_AFTER_WRITTEN:
             self._written_at_last_trim = written
-            release_freed_memory()
+            release_freed_memory(WORTH_RELEASING_MB)
         store_size = ingest.store_size if ingest else 0
         growth_state = ingest.growth_state if ingest else GROWTH_OK
         lost = {cause: rejected[cause] for cause in LOSS_CAUSES if rejected[cause]}

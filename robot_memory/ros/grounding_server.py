@@ -26,6 +26,7 @@ from robot_memory.analogies import AnalogySettings
 from robot_memory.audit import AuditWriter, audited_number, consultation_payload
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation.checkpoint import read_checkpoint
+from robot_memory.delta_watch import LostDeltaWatch
 from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory import request_limits
 from robot_memory.request_limits import clipped, over_limit
@@ -48,7 +49,7 @@ from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS
-from robot_memory.ros.side_executor import MainExecutor, SideCallbackGroup, SideExecutor
+from robot_memory.ros.side_executor import MainExecutor, RequestCallbackGroup, SideExecutor
 from robot_memory.explain import FactNotFound, explain_fact, find_fact, format_explanation
 from robot_memory.srv import ExplainFact, GroundingQuery
 from robot_memory.store import MemoryStore, NewEvent
@@ -58,10 +59,11 @@ REQUEST_GIL_WAIT_S = 0.0005
 
 
 class GroundingServer(ManagedMemoryNode):
-    """The `ground` service alone on the main single-threaded executor: nothing else ever
-    runs ahead of a request in its queue. Index refreshes (`facts_delta`), `explain` and
-    diagnostics are this node's too (`ros2 node info` lists them), in a SideCallbackGroup
-    that a SideExecutor spins in another thread."""
+    """The `ground` service alone on the main single-threaded executor, in a
+    RequestCallbackGroup: nothing else ever runs ahead of a request, nor is waited on
+    with it. Everything else (index refreshes from `facts_delta`, `explain`, diagnostics,
+    the lifecycle transitions and parameters) is this node's too (`ros2 node info` lists
+    them), spun by a SideExecutor in another thread."""
 
     def __init__(self, **kwargs):
         super().__init__("grounding_server", **kwargs)
@@ -73,7 +75,7 @@ class GroundingServer(ManagedMemoryNode):
         self.partition = None
         self.run_event_id = 0
         self.reloads = 0
-        self._missing_run = 0  # a newer run the store showed at the last check (0: none)
+        self._lost_deltas = LostDeltaWatch()
         self.audit: AuditWriter | None = None
         self.answers = 0
         self.analogy_answers = 0  # answered ANALOGY: facts lent, not the robot's own
@@ -84,16 +86,15 @@ class GroundingServer(ManagedMemoryNode):
         self._index_lock = threading.Lock()  # one writer of self.index at a time
         self._fact_messages = FactMessages()  # the `ground` handler's own
         self._consultation_ids = ConsultationIds()
-        self.create_service(GroundingQuery, "ground", self.on_ground_request)
-        side = SideCallbackGroup()
+        self.create_service(GroundingQuery, "ground", self.on_ground_request,
+                            callback_group=RequestCallbackGroup())
         self.create_subscription(SemanticFactArray, "facts_delta", self.on_facts_delta,
-                                 FACTS_DELTA_QOS, callback_group=side)
-        self.create_service(ExplainFact, "explain", self.on_explain_request,
-                            callback_group=side)
+                                 FACTS_DELTA_QOS)
+        self.create_service(ExplainFact, "explain", self.on_explain_request)
         self.diagnostics = DiagnosticsPublisher(self)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
-                          callback_group=side, clock=Clock(clock_type=ClockType.STEADY_TIME))
-        self._side_executor = SideExecutor(self, side)
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._side_executor = SideExecutor(self)
         self._side_thread = threading.Thread(target=self._spin_side, name="grounding_index",
                                              daemon=True)
         self._side_thread.start()
@@ -266,22 +267,17 @@ class GroundingServer(ManagedMemoryNode):
         consolidator's new publisher: the topic is volatile) would leave the index
         behind until the next pass, an hour away by default. So each diagnostics period
         the store's checkpoint is read, and a run still missing one period later (not
-        merely in flight) is loaded from the store."""
+        merely in flight: delta_watch.py) is loaded from the store."""
         partition = self.partition
         if self.index is None or partition is None:
             return
         with partition.store.read() as conn:
             newest = read_checkpoint(partition, conn).run_event_id
-        if newest <= self.run_event_id:
-            self._missing_run = 0
-            return
-        if self._missing_run and newest >= self._missing_run:
-            self.get_logger().warning(f"no facts delta for run {self._missing_run} (have run "
+        lost = self._lost_deltas.check(newest, self.run_event_id)
+        if lost:
+            self.get_logger().warning(f"no facts delta for run {lost} (have run "
                                       f"{self.run_event_id}); reloading from the store")
             self._reload()
-            self._missing_run = 0
-            return
-        self._missing_run = newest
 
     def _publish_diagnostics(self) -> None:
         try:

@@ -1,11 +1,14 @@
-"""Spin some of a node's callbacks in a thread of their own, on the same node.
+"""Spin a node's latency-critical callback alone, and all its other callbacks in a thread
+of their own, on the same node.
 
-rclpy lets a node belong to one executor. A node whose one latency-critical callback
-must never queue behind the others (grounding_server's `ground`) puts the others in a
-SideCallbackGroup: its main executor (MainExecutor) skips them, and a SideExecutor,
-spun in another thread, waits on them alone. Both use only the public executor hooks
-(`get_nodes`, `can_execute`); the node keeps all its entities, so `ros2 node info`
-lists them all.
+rclpy lets a node belong to one executor, and that executor rebuilds its wait set from
+every entity it may run on each turn: a lifecycle node's state services, its parameter
+services, its publishers' event handlers. A node whose one latency-critical callback
+(grounding_server's `ground`) must neither queue behind the others nor pay for them on
+every request puts it in a RequestCallbackGroup: its MainExecutor waits on that group
+alone, and a SideExecutor, spun in another thread, waits on everything else. Both use
+only the public executor hooks (`get_nodes`, `can_execute`); the node keeps all its
+entities, so `ros2 node info` lists them all.
 """
 
 from __future__ import annotations
@@ -15,29 +18,33 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 
-class SideCallbackGroup(MutuallyExclusiveCallbackGroup):
-    """Entities only a SideExecutor runs, one at a time."""
+class RequestCallbackGroup(MutuallyExclusiveCallbackGroup):
+    """The entities only a MainExecutor runs, one at a time."""
+
+
+def _in_request_group(entity) -> bool:
+    return isinstance(entity.callback_group, RequestCallbackGroup)
 
 
 class MainExecutor(SingleThreadedExecutor):
-    """A single-threaded executor that leaves SideCallbackGroup entities alone."""
+    """A single-threaded executor that waits on RequestCallbackGroup entities alone."""
 
     def can_execute(self, entity) -> bool:
-        return not isinstance(entity.callback_group, SideCallbackGroup) \
-            and super().can_execute(entity)
+        return _in_request_group(entity) and super().can_execute(entity)
 
 
 class SideExecutor(SingleThreadedExecutor):
-    """Runs one SideCallbackGroup of a node that another executor owns. Never added to
-    the node (that would take it from its main executor): it names the node itself."""
+    """Runs every entity of a node that another executor (a MainExecutor) owns, except
+    its RequestCallbackGroup: the lifecycle and parameter services, subscriptions,
+    timers. Never added to the node (that would take it from its main executor): it
+    names the node itself."""
 
-    def __init__(self, node: Node, group: SideCallbackGroup):
+    def __init__(self, node: Node):
         super().__init__(context=node.context)
         self._node = node
-        self._group = group
 
     def get_nodes(self) -> list[Node]:
         return [self._node]
 
     def can_execute(self, entity) -> bool:
-        return entity.callback_group is self._group and super().can_execute(entity)
+        return not _in_request_group(entity) and super().can_execute(entity)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import (CONSOLIDATION_RUN, ConcurrentPass, RulesConfig,
                                         consolidation_pass, facts_snapshot)
+from robot_memory.consolidation.changes import facts_written
 from robot_memory.consolidation.checkpoint import _leading_fields
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.manifest import load_manifest
@@ -304,3 +305,21 @@ def test_the_log_checkpoint_leaves_what_a_reader_still_reads(tmp_path):
     assert (tmp_path / "memory.db-wal").stat().st_size == 0
     assert part.count_events() == 20
     store.close()
+
+
+def test_facts_written_are_the_rows_the_store_holds_after_the_pass(db_url):
+    """The delta the consolidator publishes comes from the pass's changes, read back
+    only for facts new to the store: it must be exactly the stored rows, ids included."""
+    part = MemoryStore(db_url).partition(IDENT)
+    part.append_many(seed_v1_events()[:500])
+    first = consolidation_pass(part)
+    assert facts_written(part, first.changes) == part.facts()  # every fact new
+    part.append_many([result(1000 + i, success=i % 3 == 0, target=f"cup_{i % 4}")
+                      for i in range(60)] + seed_v1_events()[500:])
+    second = consolidation_pass(part)
+    assert any(c.old is None for c in second.changes) and \
+        any(c.old is not None for c in second.changes)
+    stored = {(f.kind, f.key): f for f in part.facts()}
+    written = facts_written(part, second.changes)
+    assert [(f.kind, f.key) for f in written] == sorted((c.kind, c.key) for c in second.changes)
+    assert written == [stored[(f.kind, f.key)] for f in written]

@@ -1,5 +1,5 @@
 """What `ground` converts per answer, made once: the SemanticFact message of each fact
-it serves, and its consultation ids.
+it serves, the whole answer to each distinct question, and its consultation ids.
 
 Building a fact's message parses its value JSON and fills a dozen typed fields: three
 fifths of the handler's time when it was done for every answer, for the same few facts a
@@ -13,6 +13,8 @@ from __future__ import annotations
 import itertools
 import secrets
 from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any
 
 from robot_memory.msg import SemanticFact
 from robot_memory.ros.conversions import fact_to_msg
@@ -45,6 +47,37 @@ class FactMessages:
 
     def __len__(self) -> int:
         return len(self._made)
+
+
+class AnswerMemo:
+    """The answer, and its response message, to each distinct request, for as long as the
+    index and the priors it came from are the ones served. A planner asks the same few
+    questions at 10-100 Hz, and an immutable index answers a question the same way until
+    a pass's delta swaps in a new one; the lookup and the message were a third of what
+    the server added to a round trip. Bounded: full, it starts over. One thread only
+    (the `ground` handler's)."""
+
+    def __init__(self, capacity: int = 1024):
+        self.capacity = capacity
+        self._source: tuple[object, object] | None = None
+        self._answers: dict[Hashable, tuple[Any, Any]] = {}
+
+    def get(self, request: Hashable, index: object, priors: object) -> tuple[Any, Any] | None:
+        """(answer, response) made for this request from this index and these priors."""
+        source = self._source
+        if source is None or source[0] is not index or source[1] is not priors:
+            self._source = (index, priors)
+            self._answers = {}
+            return None
+        return self._answers.get(request)
+
+    def put(self, request: Hashable, answer: Any, response: Any) -> None:
+        if len(self._answers) >= self.capacity:
+            self._answers = {}
+        self._answers[request] = (answer, response)
+
+    def __len__(self) -> int:
+        return len(self._answers)
 
 
 class ConsultationIds:

@@ -43,7 +43,7 @@ from robot_memory.ros.conversions import (analogy_to_msg, fact_from_msg, fact_to
                                           grounding_request_from_msg, prior_to_msg)
 from robot_memory.ros.diagnostics import OK as DIAG_OK
 from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
-from robot_memory.ros.fact_messages import ConsultationIds, FactMessages
+from robot_memory.ros.fact_messages import AnswerMemo, ConsultationIds, FactMessages
 from robot_memory.ros.heap import release_freed_memory
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
@@ -86,6 +86,7 @@ class GroundingServer(ManagedMemoryNode):
         self._index_lock = threading.Lock()  # one writer of self.index at a time
         self._fact_messages = FactMessages()  # the `ground` handler's own
         self._consultation_ids = ConsultationIds()
+        self._answers = AnswerMemo()  # the `ground` handler's own
         self.create_service(GroundingQuery, "ground", self.on_ground_request,
                             callback_group=RequestCallbackGroup())
         self.create_subscription(SemanticFactArray, "facts_delta", self.on_facts_delta,
@@ -196,27 +197,27 @@ class GroundingServer(ManagedMemoryNode):
         # the index exists but is not served.
         index = self.index if self.serving else None
         audit = self.audit if index is not None else None
-        # An id only for an answer that is audited: while inactive nothing is consulted
-        # and nothing written, and the id stays empty.
-        response.consultation_id = self._consultation_ids.next() if audit is not None else ""
         too_long = over_limit(request, request_limits.GROUND)
         if too_long is not None:  # refused unread, whoever asks
             self.refused_requests += 1
             answer = invalid(*too_long)
+            self._fill(response, answer, index)
         elif index is None:
             answer = GroundingAnswer(IDENTITY_UNVERIFIED, REASON_IDENTITY_UNVERIFIED,
                                      self.inactive_reason)
+            self._fill(response, answer, index)
         else:
-            answer = index.lookup(grounding_request_from_msg(request), self.analogy_settings,
-                                  self.priors)
-        if index is not None:
-            response.identity_hash = index.identity_hash
-        response.status, response.reason_code, response.reason = (
-            answer.status, answer.reason_code, answer.reason)
-        response.facts = [self._fact_messages.of(f) for f in answer.facts]
-        response.analogies = [analogy_to_msg(a, self._fact_messages.of)
-                              for a in answer.analogies]
-        response.priors = [prior_to_msg(p, self._fact_messages.of) for p in answer.priors]
+            question = grounding_request_from_msg(request)
+            made = self._answers.get(question, index, self.priors)
+            if made is None:
+                answer = index.lookup(question, self.analogy_settings, self.priors)
+                self._fill(response, answer, index)
+                self._answers.put(question, answer, response)
+            else:  # asked before of this index: the same answer, sent again
+                answer, response = made
+        # An id only for an answer that is audited: while inactive nothing is consulted
+        # and nothing written, and the id stays empty.
+        response.consultation_id = self._consultation_ids.next() if audit is not None else ""
         self.answers += 1
         if answer.status == ANALOGY:
             self.analogy_answers += 1
@@ -239,6 +240,16 @@ class GroundingServer(ManagedMemoryNode):
                 response.consultation_id, text("requester"), text("intent_id"), query, answer),
                 self.get_clock().now().nanoseconds))
         return response
+
+    def _fill(self, response, answer: GroundingAnswer, index: GroundingIndex | None) -> None:
+        if index is not None:
+            response.identity_hash = index.identity_hash
+        response.status, response.reason_code, response.reason = (
+            answer.status, answer.reason_code, answer.reason)
+        response.facts = [self._fact_messages.of(f) for f in answer.facts]
+        response.analogies = [analogy_to_msg(a, self._fact_messages.of)
+                              for a in answer.analogies]
+        response.priors = [prior_to_msg(p, self._fact_messages.of) for p in answer.priors]
 
     def on_explain_request(self, request, response):
         partition = self.partition if self.serving else None

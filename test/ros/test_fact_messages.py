@@ -1,12 +1,15 @@
 """What `ground` converts per answer is made once: a fact row's message is reused while
-that row is served, a changed fact (a new row) gets a message of its own, and
-consultation ids stay unique."""
+that row is served, a changed fact (a new row) gets a message of its own, an answer is
+reused only while its index and priors are served, and consultation ids stay unique."""
 
 import json
 import re
 
 from robot_memory.ros.conversions import fact_to_msg
-from robot_memory.ros.fact_messages import ConsultationIds, FactMessages
+from robot_memory.grounding import GroundingIndex
+from robot_memory.grounding_request import GroundingRequest
+from robot_memory.priors import EMPTY_PRIORS
+from robot_memory.ros.fact_messages import AnswerMemo, ConsultationIds, FactMessages
 from robot_memory.store import FactRow
 
 
@@ -48,3 +51,23 @@ def test_consultation_ids_are_32_hex_digits_and_never_repeat():
     made = [ids.next() for _ in range(1000)] + [other.next() for _ in range(1000)]
     assert all(re.fullmatch(r"[0-9a-f]{32}", i) for i in made)
     assert len(set(made)) == len(made)  # a second process's ids differ from the first's
+
+
+def test_an_answer_is_reused_only_while_its_index_and_priors_are_served():
+    memo = AnswerMemo(capacity=2)
+    index = GroundingIndex("a" * 64, [row(1, 0.75, 16)])
+    question = GroundingRequest("grasp", "cup")
+    assert memo.get(question, index, EMPTY_PRIORS) is None
+    memo.put(question, "answer", "response")
+    # An equal question (a new request object) finds it.
+    assert memo.get(GroundingRequest("grasp", "cup"), index, EMPTY_PRIORS) == \
+        ("answer", "response")
+    assert memo.get(GroundingRequest("grasp", "mug"), index, EMPTY_PRIORS) is None
+    newer = index.with_changes([row(1, 0.8, 17)])  # a pass's delta: a new index
+    assert memo.get(question, newer, EMPTY_PRIORS) is None
+    assert len(memo) == 0  # what the old index answered is gone
+    memo.put(question, "answer", "response")
+    assert memo.get(question, newer, object()) is None  # other priors: asked anew
+    for i in range(3):  # bounded
+        memo.put(GroundingRequest("grasp", f"t{i}"), i, i)
+        assert len(memo) <= 2

@@ -275,19 +275,12 @@ class Consolidator(ManagedMemoryNode):
         previous = report.previous_run_event_id
         if previous != self._run_event_id:  # another process ran a pass in between
             self._load_snapshot()
-        changed = facts_written(self.partition, report.changes)
-        delta = [fact_to_msg(f) for f in changed]
-        self._snapshot.update(delta)
+        changed = [fact_to_msg(f) for f in facts_written(self.partition, report.changes)]
         self._run_event_id = report.run_event_id
-        self._publish(self.delta_publisher, delta, self._run_event_id, previous)
+        self.delta_publisher.publish(self._snapshot.delta(
+            changed, self.partition.identity_hash, self._run_event_id or 0, previous or 0,
+            self.get_clock().now().to_msg()))
         self.publish_snapshot()
-
-    def _publish(self, publisher, fact_msgs, run_event_id: int, previous: int = 0) -> None:
-        msg = SemanticFactArray(identity_hash=self.partition.identity_hash, facts=fact_msgs,
-                                run_event_id=run_event_id or 0,
-                                previous_run_event_id=previous or 0)
-        msg.header.stamp = self.get_clock().now().to_msg()
-        publisher.publish(msg)
 
     def _publish_diagnostics(self) -> None:
         report = self.last_report

@@ -107,6 +107,23 @@ class FactSnapshot:
         for msg in msgs:
             self._facts[(msg.kind, msg.key)] = fact_element(msg) if self._framed else msg
 
+    def delta(self, msgs, identity_hash: str, run_event_id: int, previous_run_event_id: int,
+              stamp: Time) -> bytes | SemanticFactArray:
+        """Take these changed facts in, and give the array of them alone to publish:
+        framed around the same encodings the snapshot keeps (each fact is encoded once;
+        rclpy serializing a pass's delta of 1,500 facts held the interpreter for 25 ms,
+        in the process that answers `ground`)."""
+        self.update(msgs)
+        changed = [self._facts[(msg.kind, msg.key)] for msg in msgs]
+        if self._framed:
+            return frame_fact_array(identity_hash, run_event_id, previous_run_event_id,
+                                    stamp, changed)
+        msg = SemanticFactArray(identity_hash=identity_hash, facts=changed,
+                                run_event_id=run_event_id,
+                                previous_run_event_id=previous_run_event_id)
+        msg.header.stamp = stamp
+        return msg
+
     def message(self, identity_hash: str, run_event_id: int, previous_run_event_id: int,
                 stamp: Time) -> bytes | SemanticFactArray:
         """What to hand to Publisher.publish: serialized bytes, or the message."""

@@ -56,3 +56,24 @@ def test_where_framing_differs_the_snapshot_is_a_message_object():
                                  previous_run_event_id=4, facts=msgs)
     expected.header.stamp = stamp
     assert message == expected
+
+
+def test_a_delta_is_framed_around_the_changed_facts_and_updates_the_snapshot():
+    msgs = [fact_to_msg(fact(i, VALUES[i % len(VALUES)])) for i in range(1, 12)]
+    stamp = Time(sec=1_700_000_001, nanosec=5)
+    for framed in (True, False):
+        snapshot = FactSnapshot()
+        snapshot._framed = framed  # both encodings: framed bytes, and message objects
+        snapshot.replace_all(msgs[:8])
+        changed = [fact_to_msg(fact(i, VALUES[(i + 1) % len(VALUES)])) for i in (3, 9, 10)]
+        delta = snapshot.delta(changed, "ab" * 32, 78, 77, stamp)
+        expected = SemanticFactArray(identity_hash="ab" * 32, run_event_id=78,
+                                     previous_run_event_id=77, facts=changed)
+        expected.header.stamp = stamp
+        if framed:
+            assert isinstance(delta, bytes)
+            delta = deserialize_message(delta, SemanticFactArray)
+        assert delta == expected
+        whole = snapshot.message("ab" * 32, 78, 0, stamp)
+        whole = deserialize_message(whole, SemanticFactArray) if framed else whole
+        assert whole.facts == msgs[:2] + [changed[0]] + msgs[3:8] + changed[1:]

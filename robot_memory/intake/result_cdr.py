@@ -50,7 +50,7 @@ def _largest_valid_result() -> int:
 MAX_RESULT_BYTES = _largest_valid_result()
 
 
-def _text(data: bytes, pos: int) -> tuple[str, int]:
+def read_text(data: bytes, pos: int) -> tuple[str, int]:
     """(string, position after it) of the CDR string whose length is at `pos` (aligned
     here): a length counting the terminating NUL, the UTF-8 bytes, the NUL."""
     pos += -pos & 3
@@ -77,7 +77,7 @@ _REMEMBERED_LENGTH = 128
 _REMEMBERED_AT_MOST = 2048
 
 
-def _pairs(data: bytes, pos: int) -> tuple[list[tuple[str, float]], int]:
+def read_pairs(data: bytes, pos: int) -> tuple[list[tuple[str, float]], int]:
     """(KeyValue[] as (key, value) pairs, position after them)."""
     pos += -pos & 3
     (count,) = _u32(data, pos)
@@ -86,7 +86,7 @@ def _pairs(data: bytes, pos: int) -> tuple[list[tuple[str, float]], int]:
         raise ValueError  # left to rclpy
     pairs = []
     for _ in range(count):
-        key, pos = _text(data, pos)
+        key, pos = read_text(data, pos)
         pos += -(pos - _HEADER) & 7
         pairs.append((key, _f64(data, pos)[0]))
         pos += 8
@@ -102,21 +102,21 @@ def result_fields_from_cdr(data: bytes) -> dict[str, Any] | None:
     # The fields in .msg order (header: stamp.sec, stamp.nanosec, frame_id).
     try:
         sec, nanosec = _i32_u32(data, _HEADER)
-        _, pos = _text(data, _HEADER + 8)  # frame_id: not kept, but read as rclpy reads it
-        skill_id, pos = _text(data, pos)
-        target_class, pos = _text(data, pos)
-        environment, pos = _text(data, pos)
-        zone, pos = _text(data, pos)
-        parameters, pos = _pairs(data, pos)
-        observations, pos = _pairs(data, pos)
+        _, pos = read_text(data, _HEADER + 8)  # frame_id: not kept, but read as rclpy reads it
+        skill_id, pos = read_text(data, pos)
+        target_class, pos = read_text(data, pos)
+        environment, pos = read_text(data, pos)
+        zone, pos = read_text(data, pos)
+        parameters, pos = read_pairs(data, pos)
+        observations, pos = read_pairs(data, pos)
         success = data[pos]
         if success > 1:
             return None
-        failure_reason, pos = _text(data, pos + 1)
+        failure_reason, pos = read_text(data, pos + 1)
         pos += -(pos - _HEADER) & 7
         (duration_s,) = _f64(data, pos)
-        intent_id, pos = _text(data, pos + 8)
-        notes, pos = _text(data, pos)
+        intent_id, pos = read_text(data, pos + 8)
+        notes, pos = read_text(data, pos)
     except (ValueError, StructError, IndexError):  # UnicodeDecodeError is a ValueError
         return None
     if len(data) - pos > _MAX_PADDING:

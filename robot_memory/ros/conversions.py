@@ -7,11 +7,13 @@ from functools import partial
 from builtin_interfaces.msg import Time
 
 from robot_memory.analogies import Analogy
+from robot_memory.fact_array_cdr import FactArray, fact_array_from_cdr
 from robot_memory.grounding_request import GroundingRequest
 from rclpy.serialization import deserialize_message
 
 from robot_memory.msg import Analogy as AnalogyMsg
-from robot_memory.msg import AnalogyProperty, ExecutionResult, KeyValue, PriorSource, SemanticFact
+from robot_memory.msg import (AnalogyProperty, ExecutionResult, KeyValue, PriorSource,
+                              SemanticFact, SemanticFactArray)
 from robot_memory.msg import Prior as PriorMsg
 from robot_memory.priors import Prior
 from robot_memory.intake import result_cdr
@@ -77,6 +79,18 @@ def fact_from_msg(msg: SemanticFact) -> FactRow:
     return FactRow(msg.fact_id, msg.kind, msg.key, None, msg.value_json,  # parsed on use
                    msg.status, msg.confidence, msg.n_observations, msg.rule_version,
                    msg.last_supporting_event_id, stamp_to_ns(msg.last_updated))
+
+
+def fact_array_from_serialized(data: bytes) -> FactArray:
+    """A serialized SemanticFactArray's facts as FactRows: read from the bytes
+    (fact_array_cdr.py), and only what that reader does not handle through rclpy, which
+    raises for bytes that are not a SemanticFactArray."""
+    array = fact_array_from_cdr(data)
+    if array is not None:
+        return array
+    msg = deserialize_message(data, SemanticFactArray)
+    return FactArray(msg.identity_hash, msg.run_event_id, msg.previous_run_event_id,
+                     [fact_from_msg(f) for f in msg.facts])
 
 
 def grounding_request_from_msg(request) -> GroundingRequest:

@@ -39,8 +39,9 @@ from robot_memory.manifest import load_manifest
 from robot_memory.priors import EMPTY_PRIORS, PriorIndex, PriorSettings
 from robot_memory.priors_sources import load_priors
 from robot_memory.msg import SemanticFactArray
-from robot_memory.ros.conversions import (analogy_to_msg, fact_from_msg, fact_to_msg,
-                                          grounding_request_from_msg, prior_to_msg)
+from robot_memory.ros.conversions import (analogy_to_msg, fact_array_from_serialized,
+                                          fact_to_msg, grounding_request_from_msg,
+                                          prior_to_msg)
 from robot_memory.ros.diagnostics import OK as DIAG_OK
 from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
 from robot_memory.ros.fact_messages import AnswerMemo, ConsultationIds, FactMessages
@@ -83,6 +84,7 @@ class GroundingServer(ManagedMemoryNode):
         self.priors = EMPTY_PRIORS
         self.priors_refused: list[str] = []  # why each refused priors source was refused
         self.refused_requests = 0  # over a field's size limit (request_limits)
+        self.refused_deltas = 0  # facts_delta bytes that were no SemanticFactArray
         self._index_lock = threading.Lock()  # one writer of self.index at a time
         self._fact_messages = FactMessages()  # the `ground` handler's own
         self._consultation_ids = ConsultationIds()
@@ -90,7 +92,7 @@ class GroundingServer(ManagedMemoryNode):
         self.create_service(GroundingQuery, "ground", self.on_ground_request,
                             callback_group=RequestCallbackGroup())
         self.create_subscription(SemanticFactArray, "facts_delta", self.on_facts_delta,
-                                 FACTS_DELTA_QOS)
+                                 FACTS_DELTA_QOS, raw=True)
         self.create_service(ExplainFact, "explain", self.on_explain_request)
         self.diagnostics = DiagnosticsPublisher(self)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
@@ -176,21 +178,34 @@ class GroundingServer(ManagedMemoryNode):
         # The index is long-lived: keep the cyclic collector from re-scanning it.
         gc.freeze()
 
-    def on_facts_delta(self, msg: SemanticFactArray) -> None:
+    def on_facts_delta(self, data: bytes) -> None:
+        """A pass's delta, taken as bytes and read into FactRows in this thread
+        (conversions.fact_array_from_serialized): rclpy's deserialization would hold the
+        interpreter for the whole delta while `ground` requests wait."""
         current = self.index
-        if current is None or msg.identity_hash != current.identity_hash:
+        if current is None:
             return
-        if msg.run_event_id <= self.run_event_id:
+        try:
+            delta = fact_array_from_serialized(data)
+        except Exception as exc:  # not a SemanticFactArray: the catch-up reloads if needed
+            self.refused_deltas += 1
+            self.get_logger().warning(f"refused a facts delta of {len(data)} bytes: {exc}",
+                                      throttle_duration_sec=60.0)
+            return
+        if delta.identity_hash != current.identity_hash:
+            return
+        if delta.run_event_id <= self.run_event_id:
             return  # already reflected (e.g. loaded from the store after this pass)
-        if msg.previous_run_event_id != self.run_event_id:
+        if delta.previous_run_event_id != self.run_event_id:
             self.get_logger().warning(f"missed a facts delta (have run {self.run_event_id}, "
-                                      f"delta follows {msg.previous_run_event_id}); reloading")
+                                      f"delta follows {delta.previous_run_event_id}); "
+                                      "reloading")
             self._reload()
             return
         with self._index_lock:
             if self.index is current:
-                self.index = current.with_changes([fact_from_msg(f) for f in msg.facts])
-                self.run_event_id = msg.run_event_id
+                self.index = current.with_changes(delta.facts)
+                self.run_event_id = delta.run_event_id
 
     def on_ground_request(self, request, response):
         # One read: the whole answer comes from one snapshot. Configured but inactive,
@@ -301,7 +316,8 @@ class GroundingServer(ManagedMemoryNode):
                   "identity_hash": self.gate.identity_hash or "",
                   "index_facts": self.index.size if self.index else 0,
                   "index_run_event_id": self.run_event_id, "index_reloads": self.reloads,
-                  "refused_requests": self.refused_requests}
+                  "refused_requests": self.refused_requests,
+                  "refused_deltas": self.refused_deltas}
         if self.audit is not None:
             values.update({"audit_written": self.audit.written, "audit_queue": self.audit.depth,
                            "audit_overflowed": self.audit.overflowed})

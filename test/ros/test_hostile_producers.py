@@ -16,9 +16,11 @@ from rclpy.serialization import serialize_message
 
 from robot_memory.consolidation import EXECUTION_RESULT
 from robot_memory.event_kinds import FACT_CONSULTATION
-from robot_memory.msg import ExecutionResult
+from robot_memory.msg import ExecutionResult, SemanticFactArray
 from robot_memory.intake.receipt import SENT_STAMP
 from robot_memory.intake.result_cdr import MAX_RESULT_BYTES
+from robot_memory.ros.matching import wait_for_subscriber
+from robot_memory.ros.qos import FACTS_DELTA_QOS
 from robot_memory.srv import ExplainFact, GroundingQuery, Override, RecordEvent
 from robot_memory.store import MemoryStore
 
@@ -320,3 +322,35 @@ def test_a_burst_while_the_writer_stalls_waits_in_the_reader_and_is_all_stored(
     wait_count(probe, "written", 300 + BURST)
     assert logger_counts(probe)["lost_total"] == "0"
     assert peak - before < BURST_MARGIN_MB, f"logger RSS {before:.1f} -> {peak:.1f} MB"
+
+
+def test_a_malformed_facts_delta_is_counted_and_the_index_keeps_following_passes(
+        probe, start_stack):
+    """facts_delta is read from its bytes: a sample that is no SemanticFactArray (another
+    node's bug, a hostile publisher) is refused and counted, and the deltas of the real
+    passes keep reaching the index."""
+    start_stack(period_s=0.3)
+    probe.wait_identity()
+    probe.wait_logger()
+    for i in range(6):
+        probe.publish_result(stamp_s=10 + i)
+
+    def served_n():
+        answer = probe.grounding.query("manipulation.grasp", "glass_cup", "sim_relaxed",
+                                       fact_kinds=["skill_success_rate"])
+        return answer.facts[0].n_observations if answer.ok else 0
+    wait_until(lambda: served_n() == 6, 30, "the fact of 6 results served")
+    deltas = []
+    probe.create_subscription(SemanticFactArray, "facts_delta", deltas.append,
+                              FACTS_DELTA_QOS, raw=True)
+    hostile = probe.create_publisher(SemanticFactArray, "facts_delta", FACTS_DELTA_QOS)
+    assert wait_for_subscriber(hostile, 20)
+    probe.publish_result(stamp_s=20)
+    real = wait_until(lambda: deltas and deltas[-1], 20, "a real delta's bytes")
+    for cut in (5, 40, len(real) // 2, len(real) - 9):
+        hostile.publish(real[:cut])
+    wait_until(lambda: probe.diagnostics.get("grounding_server", {}).get(
+        "refused_deltas") == "4", 20, "the 4 cut deltas refused and counted")
+    for i in range(3):
+        probe.publish_result(stamp_s=30 + i)
+    wait_until(lambda: served_n() == 10, 30, "the next passes' facts served")

@@ -36,7 +36,11 @@ from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
 from robot_memory.srv import Consolidate, Override
 from robot_memory.compaction import compact, default_archive_dir, retention_due
 from robot_memory.store import MemoryStore
-from robot_memory.store.size import MB, store_size_bytes
+from robot_memory.store.size import MB, store_size_bytes, write_ahead_log_bytes
+
+# SQLite's own auto-checkpoint size (1000 pages of 4 KB): past it, the next commit would
+# copy the log back itself.
+CHECKPOINT_LOG_BYTES = 1000 * 4096
 
 
 def promotions(report) -> int:
@@ -111,7 +115,10 @@ class Consolidator(ManagedMemoryNode):
         self.run_pass()
 
     def on_poll_timer(self) -> None:
-        """Run early when enough events wait (a cheap read of the chain head)."""
+        """Run early when enough events wait (a cheap read of the chain head). Between
+        passes, fold the write-ahead log back once it is past CHECKPOINT_LOG_BYTES:
+        the logger's commits would otherwise do it (SQLite's auto-checkpoint), on the
+        intake's path and in its process."""
         if not self.serving:
             return
         try:
@@ -123,6 +130,8 @@ class Consolidator(ManagedMemoryNode):
         if overrides or (waiting >= self.params["pass_after_new_events"]
                          and not self.frozen):
             self.run_pass()
+        elif write_ahead_log_bytes(self.partition.store) > CHECKPOINT_LOG_BYTES:
+            self._checkpoint_log()
 
     def on_consolidate_request(self, request, response):
         if not self.serving:

@@ -28,6 +28,12 @@ def store_size_bytes(store: MemoryStore) -> int:
     return 0
 
 
+def write_ahead_log_bytes(store: MemoryStore) -> int:
+    """The size of a SQLite store's write-ahead log (0 on PostgreSQL, or with no log)."""
+    path = sqlite_path(store.url)
+    return _size_or_zero(path + "-wal") if path is not None else 0
+
+
 def _size_or_zero(path: str) -> int:
     """A file that may vanish at any moment: SQLite deletes the WAL when the last
     connection closes, between any exists() and getsize() we could do."""

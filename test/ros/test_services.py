@@ -139,3 +139,28 @@ def test_grounding_server_shows_all_its_services_and_topics(probe, start_stack):
                "grounding_server's diagnostics")
     explained = probe.call(ExplainFact, "explain", ExplainFact.Request(fact_id=1))
     assert not explained.found and explained.reason
+
+
+def test_between_passes_the_consolidator_folds_a_long_write_ahead_log_back(
+        probe, start_stack, db_url, certified_hash):
+    """With passes far apart, the log the logger's commits grow is copied back by the
+    consolidator once it is past SQLite's auto-checkpoint size, not by those commits."""
+    import os
+
+    from robot_memory.ros.consolidator import CHECKPOINT_LOG_BYTES
+    from robot_memory.store import MemoryStore, NewEvent
+    start_stack(period_s=3600.0, pass_after_new_events=10**8)  # no pass comes
+    probe.wait_identity()
+    probe.wait_logger()
+    wal = db_url.removeprefix("sqlite:///") + "-wal"
+    # Another writer of the store, whose commits do not copy the log back either.
+    writer = MemoryStore(db_url, keep_open=True).partition(certified_hash)
+    written = 0
+    while written < 20 and os.path.getsize(wal) <= CHECKPOINT_LOG_BYTES:
+        writer.append_many([NewEvent("note", {"text": "x" * 2000, "i": i}, 10**9 + i)
+                            for i in range(written * 1000, written * 1000 + 1000)])
+        written += 1
+    assert os.path.getsize(wal) > CHECKPOINT_LOG_BYTES
+    wait_until(lambda: os.path.getsize(wal) < CHECKPOINT_LOG_BYTES, 10,
+               lambda: f"the log folded back ({os.path.getsize(wal)} bytes)")
+    writer.store.close()

@@ -143,6 +143,10 @@ def test_readme_key_figures_are_the_benchmark_files():
     ground = _result("grounding_latency")
     assert f"| {ground['p99_ratio']}x a same-payload echo |" in rows[
         "`ground` p99, 10^6 events and 10^4 facts stored, under load"]
+    tails = [cell for cells in ground["tails"]["modes"].values() for cell in cells.values()]
+    p50, p99 = ([cell[f"{q}_ratio"] for cell in tails] for q in ("p50", "p99"))
+    assert f"| {min(p50)}-{max(p50)}x / {min(p99)}-{max(p99)}x the echo |" in rows[
+        "`ground` p50 / p99 with passes and 200-1,000 results/s, both process modes"]
     ingest = _result("ingest")
     assert f"| {ingest['cpu_budget_at_1000']['live_cores']} core |" in rows[
         "logger CPU at 1,000 results/s"]

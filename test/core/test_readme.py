@@ -150,6 +150,9 @@ def test_readme_key_figures_are_the_benchmark_files():
     ingest = _result("ingest")
     assert f"| {ingest['cpu_budget_at_1000']['live_cores']} core |" in rows[
         "logger CPU at 1,000 results/s"]
+    sidecar_cpu = {r["rate_per_s"]: r for r in ingest["modes"]["one_process"]["rates"]}[1000]
+    assert f"| {sidecar_cpu['logger_cores']} core |" in rows[
+        "whole sidecar CPU in one process at 1,000 results/s"]
     ratios = {rate["stored_vs_noop"] for rate in ingest["modes"]["four_process"]["rates"]}
     assert f"| {min(ratios)} |" in rows[
         "results stored / received by a do-nothing subscriber, up to 2,000/s"]

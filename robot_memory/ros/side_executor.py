@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.guard_condition import GuardCondition
 from rclpy.node import Node
 
 
@@ -27,10 +28,12 @@ def _in_request_group(entity) -> bool:
 
 
 class MainExecutor(SingleThreadedExecutor):
-    """A single-threaded executor that waits on RequestCallbackGroup entities alone."""
+    """A single-threaded executor that waits on RequestCallbackGroup entities alone, and
+    on guard conditions: the process's stop request wakes it with one (ros/spin.py)."""
 
     def can_execute(self, entity) -> bool:
-        return _in_request_group(entity) and super().can_execute(entity)
+        return (isinstance(entity, GuardCondition) or _in_request_group(entity)) \
+            and super().can_execute(entity)
 
 
 class SideExecutor(SingleThreadedExecutor):

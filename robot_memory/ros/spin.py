@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import rclpy
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
@@ -148,8 +149,11 @@ class _Spinner:
 
     def __init__(self, node: Node, executor: Executor, stop: _StopRequest):
         self.node, self.executor, self.stop = node, executor, stop
-        # Triggered to wake the loop at once when the stop request comes.
-        self.wake = node.create_guard_condition(lambda: None)
+        # Triggered to wake the loop at once when the stop request comes. In a group of
+        # its own: an executor that waits on one group (side_executor.MainExecutor) waits
+        # on it too, and a callback running in the node's default group never holds it.
+        self.wake = node.create_guard_condition(
+            lambda: None, callback_group=MutuallyExclusiveCallbackGroup())
         executor.add_node(node)  # after init: an executor needs a live context
         # A daemon: a callback still running when the wait runs out (a long pass) must not
         # keep the process alive; its transaction is then rolled back, as after kill -9.

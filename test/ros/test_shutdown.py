@@ -142,3 +142,26 @@ def test_group_signal_while_starting_exits_quietly(start_stack):
     assert {name: p.returncode for name, p in stack.processes.items()} == \
         {name: 0 for name in stack.processes}, log[-3000:]
     assert "Traceback" not in log and "KeyboardInterrupt" not in log, log[-3000:]
+
+
+def test_the_grounding_server_stops_at_once_though_its_main_executor_waits_on_ground_alone(
+        tmp_path):
+    """Its main executor waits on `ground` alone: the stop request's guard condition must
+    wake it too, or the process waits out the spinner's 10 s join before it exits."""
+    import subprocess
+    import sys
+    process = subprocess.Popen(
+        [sys.executable, "-m", "robot_memory.ros.grounding_server", "--ros-args", "-p",
+         f"database_url:=sqlite:///{tmp_path / 'memory.db'}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(50):  # its first status line says it is spinning
+            if "waiting for manifest_verifier" in process.stdout.readline():
+                break
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=5.0)  # well under the 10 s join it waited before
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0

@@ -27,20 +27,27 @@ def _in_request_group(entity) -> bool:
     return isinstance(entity.callback_group, RequestCallbackGroup)
 
 
+def _mains(entity) -> bool:
+    """What the MainExecutor waits on: the RequestCallbackGroup, and the node's guard
+    conditions (the process's stop request wakes it with one, ros/spin.py). Every other
+    entity is the SideExecutor's: a guard condition two wait sets wait on wakes only the
+    one that takes its trigger first."""
+    return isinstance(entity, GuardCondition) or _in_request_group(entity)
+
+
 class MainExecutor(SingleThreadedExecutor):
     """A single-threaded executor that waits on RequestCallbackGroup entities alone, and
-    on guard conditions: the process's stop request wakes it with one (ros/spin.py)."""
+    on the node's guard conditions."""
 
     def can_execute(self, entity) -> bool:
-        return (isinstance(entity, GuardCondition) or _in_request_group(entity)) \
-            and super().can_execute(entity)
+        return _mains(entity) and super().can_execute(entity)
 
 
 class SideExecutor(SingleThreadedExecutor):
     """Runs every entity of a node that another executor (a MainExecutor) owns, except
-    its RequestCallbackGroup: the lifecycle and parameter services, subscriptions,
-    timers. Never added to the node (that would take it from its main executor): it
-    names the node itself."""
+    its RequestCallbackGroup and guard conditions: the lifecycle and parameter services,
+    subscriptions, timers. It stops by its own shutdown(). Never added to the node (that
+    would take it from its main executor): it names the node itself."""
 
     def __init__(self, node: Node):
         super().__init__(context=node.context)
@@ -50,4 +57,4 @@ class SideExecutor(SingleThreadedExecutor):
         return [self._node]
 
     def can_execute(self, entity) -> bool:
-        return not _in_request_group(entity) and super().can_execute(entity)
+        return not _mains(entity) and super().can_execute(entity)

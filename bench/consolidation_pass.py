@@ -7,7 +7,8 @@ full pass over 10^5 rows, 60-75 MB RSS).
     oracle, test/oracle_consolidation.py), for the speedup in the same run.
 (b) Full pass over 10^5 events on a 10^4-fact key space, against a bare SQLite
     `GROUP BY skill, target, environment, success` over the same 10^5 rows (a plain
-    table of those four typed columns) in the same run: goal ratio <= 1.
+    table of those four typed columns) in the same run: goal ratio <= 1 (and <= 3, the
+    goal under a robot's load).
 (c) Incremental pass after 10^3 new events on a consolidated 10^6-event store: goal
     <= 0.05x the full pass over 10^6 (from (d)) and < 30 ms. Timed in the node's steady
     state: the store is held open and has had a pass over 10^3 earlier new results, so
@@ -68,6 +69,10 @@ SEED_PAPER_RSS_MB = (60, 75)
 FULL_PASS_GOAL_MS = 100.0
 INCREMENTAL_GOAL_MS = 30.0
 INCREMENTAL_GOAL_RATIO = 0.05
+# The key-space full pass against the bare GROUP BY: the set-based pass's first goal (1x)
+# and the goal of the tails under a robot's load (3x).
+KEY_SPACE_GOAL_RATIO = 1.0
+KEY_SPACE_LOAD_GOAL_RATIO = 3.0
 MEMORY_GOAL_MB = 120.0
 SEED_SHAPED_FACTS = 10
 KEY_SPACE_FACTS = 10_000
@@ -389,7 +394,9 @@ def main() -> None:
                                   "speedup_vs_previous_engine": round(
                                       per_event["median_ms"] / seed_shaped["median_ms"], 2)},
         "full_pass_key_space": {**key_space, "bare_group_by": bare,
-                                "over_bare_group_by": round(ratio_bare, 3), "goal_ratio": 1.0,
+                                "over_bare_group_by": round(ratio_bare, 3),
+                                "goal_ratio": KEY_SPACE_GOAL_RATIO,
+                                "load_goal_ratio": KEY_SPACE_LOAD_GOAL_RATIO,
                                 "store_work_only": {**key_work, "over_bare_group_by": round(
                                     key_work["median_ms"] / bare["median_ms"], 3)}},
         "incremental": {**inc, "full_pass_same_store_ms": largest["median_ms"],
@@ -411,7 +418,8 @@ def main() -> None:
                     "seed_paper_rss_mb": list(SEED_PAPER_RSS_MB)},
         "goals": {
             "full_pass_seed_shaped_le_100ms": seed_shaped["median_ms"] <= FULL_PASS_GOAL_MS,
-            "full_pass_key_space_le_bare_group_by": ratio_bare <= 1.0,
+            "full_pass_key_space_le_bare_group_by": ratio_bare <= KEY_SPACE_GOAL_RATIO,
+            "full_pass_key_space_le_3x_bare_group_by": ratio_bare <= KEY_SPACE_LOAD_GOAL_RATIO,
             "incremental_le_0.05x_full": ratio_inc <= INCREMENTAL_GOAL_RATIO,
             "incremental_lt_30ms": inc["median_ms"] < INCREMENTAL_GOAL_MS,
             # The goals above are on the 10^4-fact key space; these on the seed's shape.
@@ -423,7 +431,10 @@ def main() -> None:
         # commit, no rule computation) leaves room for the goal at all: false means no
         # engine for these rules on this store can meet it.
         "goals_within_store_work": {
-            "full_pass_key_space_le_bare_group_by": key_work["median_ms"] <= bare["median_ms"],
+            "full_pass_key_space_le_bare_group_by":
+                key_work["median_ms"] <= KEY_SPACE_GOAL_RATIO * bare["median_ms"],
+            "full_pass_key_space_le_3x_bare_group_by":
+                key_work["median_ms"] <= KEY_SPACE_LOAD_GOAL_RATIO * bare["median_ms"],
             "incremental_le_0.05x_full":
                 inc_work["median_ms"] / largest["median_ms"] <= INCREMENTAL_GOAL_RATIO,
             "incremental_lt_30ms": inc_work["median_ms"] < INCREMENTAL_GOAL_MS,
@@ -447,7 +458,7 @@ def print_summary(result: dict, path: Path) -> None:
           f"({seed['previous_engine']['median_ms']} ms)")
     print(f"full pass, {key['events']} events, {key['fact_rows']} facts: {key['median_ms']} ms"
           f" = {key['over_bare_group_by']}x a bare GROUP BY ({key['bare_group_by']['median_ms']}"
-          " ms; goal <= 1x)")
+          " ms; goals <= 1x and <= 3x)")
     work = key["store_work_only"]
     print(f"  its store work alone (reads {work['read_median_ms']} ms, commit "
           f"{work['write_median_ms']} ms): {work['median_ms']} ms = "

@@ -19,14 +19,12 @@ from dataclasses import dataclass
 from struct import Struct
 from struct import error as StructError
 
-from robot_memory.intake.result_cdr import CDR_LE, read_pairs, read_text
+from robot_memory.intake.result_cdr import (CDR_LE, HEADER, MAX_PADDING, read_pairs,
+                                            read_text, unpack_i32_u32, unpack_u32)
 from robot_memory.store import FactRow
 
-_HEADER = 4  # the encapsulation; CDR aligns from its end
 _PLAIN = CDR_LE + b"\x00\x00"  # and no options
-_MAX_PADDING = 3
-_u32, _i32_u32, _i64, _q2 = (Struct("<I").unpack_from, Struct("<iI").unpack_from,
-                             Struct("<q").unpack_from, Struct("<qq").unpack_from)
+_i64, _q2 = Struct("<q").unpack_from, Struct("<qq").unpack_from
 _dQ = Struct("<dQ").unpack_from  # confidence, n_observations: adjacent, both 8-aligned
 # The smallest SemanticFact: an int64, four empty strings, two float64, a uint64, a bool,
 # an empty sequence, an int64 and a Time.
@@ -42,7 +40,7 @@ class FactArray:
 
 
 def _aligned8(pos: int) -> int:
-    return pos + (-(pos - _HEADER) & 7)
+    return pos + (-(pos - HEADER) & 7)
 
 
 def fact_array_from_cdr(data: bytes) -> FactArray | None:
@@ -51,12 +49,12 @@ def fact_array_from_cdr(data: bytes) -> FactArray | None:
     if data[:4] != _PLAIN:  # options set (padding declared): rclpy checks them
         return None
     try:
-        _, pos = read_text(data, _HEADER + 8)  # header: stamp (not kept), frame_id
+        _, pos = read_text(data, HEADER + 8)  # header: stamp (not kept), frame_id
         identity_hash, pos = read_text(data, pos)
         pos = _aligned8(pos)
         run_event_id, previous_run_event_id = _q2(data, pos)
         pos += 16
-        (count,) = _u32(data, pos)
+        (count,) = unpack_u32(data, pos)
         pos += 4
         if count * _MIN_FACT_BYTES > len(data):  # a corrupt count, not a long loop
             return None
@@ -78,13 +76,13 @@ def fact_array_from_cdr(data: bytes) -> FactArray | None:
             (last_supporting_event_id,) = _i64(data, pos)
             rule_version, pos = read_text(data, pos + 8)
             pos += -pos & 3
-            sec, nanosec = _i32_u32(data, pos)
+            sec, nanosec = unpack_i32_u32(data, pos)
             pos += 8
             facts.append(FactRow(fact_id, kind, key, None, value_json, status, confidence,
                                  n_observations, rule_version, last_supporting_event_id,
                                  sec * 1_000_000_000 + nanosec))
     except (ValueError, StructError, IndexError):  # UnicodeDecodeError is a ValueError
         return None
-    if len(data) - pos > _MAX_PADDING:
+    if len(data) - pos > MAX_PADDING:
         return None
     return FactArray(identity_hash, run_event_id, previous_run_event_id, facts)

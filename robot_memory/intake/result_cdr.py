@@ -27,10 +27,11 @@ from robot_memory.intake.records import (MAX_KEY, MAX_NOTES, MAX_TEXT, MAX_VALUE
 CDR_LE = b"\x00\x01"  # encapsulation id of plain little-endian CDR (XCDR1)
 # Positions are absolute in the bytes; CDR aligns relative to the end of the 4-byte
 # encapsulation header, which changes nothing for 4-byte alignment but does for 8.
-_HEADER = 4
-_MAX_PADDING = 3  # serializers may pad the payload to a multiple of 4 bytes
-_u32, _i32_u32, _f64 = (Struct("<I").unpack_from, Struct("<iI").unpack_from,
-                        Struct("<d").unpack_from)
+HEADER = 4
+MAX_PADDING = 3  # serializers may pad the payload to a multiple of 4 bytes
+# (buffer, position) -> a tuple of the values there, as struct's unpack_from.
+unpack_u32, unpack_i32_u32 = Struct("<I").unpack_from, Struct("<iI").unpack_from
+_f64 = Struct("<d").unpack_from
 
 
 def _largest_valid_result() -> int:
@@ -41,10 +42,10 @@ def _largest_valid_result() -> int:
     def text(chars: int, bytes_per_char: int = 4) -> int:
         return 3 + 4 + chars * bytes_per_char + 1  # padding, length, UTF-8, NUL
     pairs = 3 + 4 + MAX_VALUES * (text(MAX_KEY, 1) + 7 + 8)
-    return (_HEADER + 8 + text(MAX_TEXT)  # header: stamp, frame_id
+    return (HEADER + 8 + text(MAX_TEXT)  # header: stamp, frame_id
             + text(MAX_TEXT, 1) + 3 * text(MAX_TEXT)  # skill_id, target, environment, zone
             + 2 * pairs + 1 + text(MAX_TEXT) + 7 + 8  # success, failure_reason, duration_s
-            + text(MAX_TEXT) + text(MAX_NOTES) + _MAX_PADDING)  # intent_id, notes
+            + text(MAX_TEXT) + text(MAX_NOTES) + MAX_PADDING)  # intent_id, notes
 
 
 MAX_RESULT_BYTES = _largest_valid_result()
@@ -54,7 +55,7 @@ def read_text(data: bytes, pos: int) -> tuple[str, int]:
     """(string, position after it) of the CDR string whose length is at `pos` (aligned
     here): a length counting the terminating NUL, the UTF-8 bytes, the NUL."""
     pos += -pos & 3
-    (size,) = _u32(data, pos)
+    (size,) = unpack_u32(data, pos)
     end = pos + 3 + size  # the terminating NUL
     raw = data[pos + 4:end]
     text = _READ.get(raw)
@@ -80,14 +81,14 @@ _REMEMBERED_AT_MOST = 2048
 def read_pairs(data: bytes, pos: int) -> tuple[list[tuple[str, float]], int]:
     """(KeyValue[] as (key, value) pairs, position after them)."""
     pos += -pos & 3
-    (count,) = _u32(data, pos)
+    (count,) = unpack_u32(data, pos)
     pos += 4
     if count > len(data):  # every entry takes bytes: a corrupt count, not a long loop
         raise ValueError  # left to rclpy
     pairs = []
     for _ in range(count):
         key, pos = read_text(data, pos)
-        pos += -(pos - _HEADER) & 7
+        pos += -(pos - HEADER) & 7
         pairs.append((key, _f64(data, pos)[0]))
         pos += 8
     return pairs, pos
@@ -101,8 +102,8 @@ def result_fields_from_cdr(data: bytes) -> dict[str, Any] | None:
         return None
     # The fields in .msg order (header: stamp.sec, stamp.nanosec, frame_id).
     try:
-        sec, nanosec = _i32_u32(data, _HEADER)
-        _, pos = read_text(data, _HEADER + 8)  # frame_id: not kept, but read as rclpy reads it
+        sec, nanosec = unpack_i32_u32(data, HEADER)
+        _, pos = read_text(data, HEADER + 8)  # frame_id: not kept, but read as rclpy reads it
         skill_id, pos = read_text(data, pos)
         target_class, pos = read_text(data, pos)
         environment, pos = read_text(data, pos)
@@ -113,13 +114,13 @@ def result_fields_from_cdr(data: bytes) -> dict[str, Any] | None:
         if success > 1:
             return None
         failure_reason, pos = read_text(data, pos + 1)
-        pos += -(pos - _HEADER) & 7
+        pos += -(pos - HEADER) & 7
         (duration_s,) = _f64(data, pos)
         intent_id, pos = read_text(data, pos + 8)
         notes, pos = read_text(data, pos)
     except (ValueError, StructError, IndexError):  # UnicodeDecodeError is a ValueError
         return None
-    if len(data) - pos > _MAX_PADDING:
+    if len(data) - pos > MAX_PADDING:
         return None
     return {
         "stamp_ns": sec * 1_000_000_000 + nanosec,

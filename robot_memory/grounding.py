@@ -10,8 +10,9 @@ from __future__ import annotations
 import bisect
 import sys
 from collections import Counter
-from dataclasses import dataclass, replace
-from typing import Iterable
+from dataclasses import replace
+from operator import itemgetter
+from typing import Iterable, NamedTuple
 
 from robot_memory.analogies import (PROPERTY_KIND, QUERY_SOURCE_FACT, QUERY_SOURCE_REQUEST,
                                     Analogy, AnalogySettings, KnownProperties)
@@ -31,8 +32,7 @@ DEFAULT_MAX_RESULTS = 10
 DEFAULT_ANALOGY_SETTINGS = AnalogySettings()  # the parameter table's defaults
 
 
-@dataclass(frozen=True, slots=True)
-class _Facets:
+class _Facets(NamedTuple):
     """What a lookup reads of a fact's value, taken out once: the index holds these,
     not 10^4 parsed values. None: the value does not name it (matches any request)."""
 
@@ -42,17 +42,27 @@ class _Facets:
     index_keys: tuple[tuple[str, str, str], ...]
 
 
-def _facets(fact: FactRow) -> _Facets:
-    value = fact.peek_value()
-    skill, target, environment = (_interned(value.get(name))
-                                  for name in ("skill_id", "target_class", "environment"))
-    index_keys = tuple(tuple(map(_interned, key)) for key in _index_keys(fact.kind, value))
+def _facets(kind: str, value: dict, before: _Facets | None = None) -> _Facets:
+    """The facets of a fact of `kind` with `value`: `before` (its facets in the index
+    being changed) when they are the same, as they are for a fact about a skill whose
+    value changed in its counts alone (a pass's delta is mostly such facts)."""
+    get = value.get
+    skill, target, environment = get("skill_id"), get("target_class"), get("environment")
+    if before is not None and skill and target is not None and skill == before.skill_id \
+            and target == before.target_class and environment == before.environment:
+        return before
+    skill, target, environment = _interned(skill), _interned(target), _interned(environment)
+    if skill:  # _index_keys written out: the common case
+        index_keys = (("skill", skill, ""),
+                      ("skill_target", skill, target if "target_class" in value else ""))
+    else:
+        index_keys = tuple(tuple(map(_interned, key)) for key in _index_keys(kind, value))
     return _Facets(skill, target, environment, index_keys)
 
 
 def _interned(text: str | None) -> str | None:
     # A few hundred names shared by 10^4 facts: one copy each.
-    return sys.intern(text) if isinstance(text, str) else text
+    return sys.intern(text) if text.__class__ is str else text
 
 
 def _asks_for_skill_facts(req: GroundingRequest) -> bool:
@@ -61,6 +71,42 @@ def _asks_for_skill_facts(req: GroundingRequest) -> bool:
 
 def _rank(fact: FactRow) -> tuple:
     return (-fact.confidence, fact.kind, fact.key)
+
+
+# Lists longer than this (a skill's: thousands of facts) keep their facts' ranks too, as
+# (*rank, fact) in the same order, so that a delta's changes are found in them by
+# bisection and merged in by one sort that compares tuples alone: no rank is computed
+# for the thousands of facts a delta leaves as they are (about 1 MB at 10^4 facts). No
+# two facts of an index share a rank ((kind, key) is unique): facts are never compared.
+_RANKED_LENGTH = 64
+_fact_of = itemgetter(3)
+
+
+def _ranked(fact: FactRow) -> tuple:
+    return (-fact.confidence, fact.kind, fact.key, fact)
+
+
+def _ranked_with_changes(ranked: list[tuple], gone: list[FactRow],
+                         new: list[FactRow]) -> list[tuple]:
+    """`ranked` (sorted) without the facts `gone` (each in it) and with `new`, sorted."""
+    at = []
+    for fact in gone:
+        i = bisect.bisect_left(ranked, _rank(fact))
+        if i == len(ranked) or ranked[i][3] is not fact:  # a NaN confidence: no order
+            gone_ids = {id(fact) for fact in gone}
+            kept = [entry for entry in ranked if id(entry[3]) not in gone_ids]
+            break
+        at.append(i)
+    else:
+        at.sort()
+        kept, start = [], 0
+        for i in at:
+            kept += ranked[start:i]
+            start = i + 1
+        kept += ranked[start:]
+    kept += map(_ranked, new)
+    kept.sort()  # two sorted runs: a merge
+    return kept
 
 
 def _index_keys(kind: str, value: dict) -> list[tuple[str, str, str]]:
@@ -84,13 +130,18 @@ class GroundingIndex:
         self.identity_hash = identity_hash
         self.facts: dict[tuple[str, str], FactRow] = {(f.kind, f.key): f for f in facts}
         self.size = len(self.facts)
-        self._facets = {key: _facets(fact) for key, fact in self.facts.items()}
+        self._facets = {key: _facets(fact.kind, fact.peek_value())
+                        for key, fact in self.facts.items()}
         self._lists: dict[tuple[str, str, str], list[FactRow]] = {}
         for key, fact in self.facts.items():
             for index_key in self._facets[key].index_keys:
                 self._lists.setdefault(index_key, []).append(fact)
         for facts_of_key in self._lists.values():
             facts_of_key.sort(key=_rank)
+        self._ranked: dict[tuple[str, str, str], list[tuple]] = {
+            index_key: [_ranked(f) for f in facts_of_key]
+            for index_key, facts_of_key in self._lists.items()
+            if len(facts_of_key) > _RANKED_LENGTH}
         self._known: KnownProperties | None = None  # built by the first analogy request
 
     def known_properties(self) -> KnownProperties:
@@ -105,40 +156,67 @@ class GroundingIndex:
     def with_changes(self, changed: Iterable[FactRow]) -> "GroundingIndex":
         """A new index with these facts added or replaced; only the lists they are in are
         rebuilt, and this index is left as it is (readers holding it are unaffected)."""
+        # A pass's delta (1,500 facts) runs through here while `ground` requests wait
+        # for the interpreter: each changed value is parsed once, and the work is per
+        # changed fact and per list it is in, not per fact of those lists.
         changed = {(f.kind, f.key): f for f in changed}
         new = object.__new__(GroundingIndex)
         new.identity_hash = self.identity_hash
         new.facts = {**self.facts, **changed}
         new.size = len(new.facts)
-        changed_facets = {key: _facets(fact) for key, fact in changed.items()}
-        new._facets = {**self._facets, **changed_facets}
-        new._lists = dict(self._lists)
-        # Group once by list: a pass's delta touches hundreds of lists, and the request
-        # thread waits for the GIL while this runs.
+        new._facets = facets = dict(self._facets)
+        # By list: the old versions of the changed facts in it, and their new versions.
+        gone: dict[tuple[str, str, str], list[FactRow]] = {}
         added: dict[tuple[str, str, str], list[FactRow]] = {}
+        properties = []
         for key, fact in changed.items():
-            for index_key in changed_facets[key].index_keys:
-                added.setdefault(index_key, []).append(fact)
-        touched = set(added)
-        changed_keys = {key for _, key in changed}  # str hashes are cached: a cheap first test
-        for key in changed.keys() & self.facts.keys():
-            touched.update(self._facets[key].index_keys)
-        for index_key in touched:
-            # The old list is sorted: filter it (order kept) and insert the few changes.
-            kept = [f for f in self._lists.get(index_key, ())
-                    if f.key not in changed_keys or (f.kind, f.key) not in changed]
-            for fact in added.get(index_key, ()):
-                bisect.insort(kept, fact, key=_rank)
-            if kept:
-                new._lists[index_key] = kept
+            value = fact.peek_value()
+            old = self.facts.get(key)
+            if old is None:
+                facets[key] = after = _facets(fact.kind, value)
             else:
-                new._lists.pop(index_key, None)
+                before = facets[key]
+                facets[key] = after = _facets(fact.kind, value, before)
+                for index_key in before.index_keys:
+                    if index_key in gone:
+                        gone[index_key].append(old)
+                    else:
+                        gone[index_key] = [old]
+            for index_key in after.index_keys:
+                if index_key in added:
+                    added[index_key].append(fact)
+                else:
+                    added[index_key] = [fact]
+            if fact.kind == PROPERTY_KIND:
+                properties.append(fact)
+        new._lists, new._ranked = lists, ranked_lists = dict(self._lists), dict(self._ranked)
+        for index_key in gone.keys() | added.keys():
+            old_facts, new_facts = gone.get(index_key, ()), added.get(index_key, [])
+            ranked = ranked_lists.get(index_key)
+            if ranked is not None:
+                ranked = _ranked_with_changes(ranked, old_facts, new_facts)
+                facts_of_key = list(map(_fact_of, ranked))
+            else:  # a short list: filtered (its order kept), the changes sorted in
+                facts_of_key = lists.get(index_key, [])
+                if old_facts:
+                    old_ids = {id(fact) for fact in old_facts}
+                    facts_of_key = [f for f in facts_of_key if id(f) not in old_ids]
+                facts_of_key = facts_of_key + new_facts
+                facts_of_key.sort(key=_rank)
+            if not facts_of_key:
+                del lists[index_key]
+            else:
+                lists[index_key] = facts_of_key
+            if len(facts_of_key) <= _RANKED_LENGTH:
+                ranked_lists.pop(index_key, None)
+            elif ranked is None:
+                ranked_lists[index_key] = list(map(_ranked, facts_of_key))
+            else:
+                ranked_lists[index_key] = ranked
         # Properties change only with object_property facts. A table built already is
         # patched here, off the request path.
-        if self._known is None or not any(kind == PROPERTY_KIND for kind, _ in changed):
-            new._known = self._known
-        else:
-            new._known = self._known.with_changes(changed.values())
+        new._known = self._known if self._known is None or not properties else \
+            self._known.with_changes(properties)
         return new
 
     def _candidates(self, req: GroundingRequest) -> list[FactRow]:

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from struct import Struct
 from struct import error as StructError
 
-from robot_memory.intake.result_cdr import (CDR_LE, HEADER, MAX_PADDING, read_pairs,
-                                            read_text, unpack_i32_u32, unpack_u32)
+from robot_memory.intake.result_cdr import (CDR_LE, HEADER, MAX_PADDING,
+                                            read_distinct_text, read_text, unpack_i32_u32,
+                                            unpack_u32)
 from robot_memory.store import FactRow
 
 _PLAIN = CDR_LE + b"\x00\x00"  # and no options
 _i64, _q2 = Struct("<q").unpack_from, Struct("<qq").unpack_from
+_new = object.__new__
 _dQ = Struct("<dQ").unpack_from  # confidence, n_observations: adjacent, both 8-aligned
 # The smallest SemanticFact: an int64, four empty strings, two float64, a uint64, a bool,
 # an empty sequence, an int64 and a Time.
@@ -41,6 +43,20 @@ class FactArray:
 
 def _aligned8(pos: int) -> int:
     return pos + (-(pos - HEADER) & 7)
+
+
+def _past_pairs(data: bytes, pos: int) -> int:
+    """The position after the KeyValue[] at `pos`, its keys read as read_pairs reads
+    them (a key rclpy would refuse is refused here too) and its values skipped."""
+    pos += -pos & 3
+    (count,) = unpack_u32(data, pos)
+    pos += 4
+    if count > len(data):  # every entry takes bytes: a corrupt count, not a long loop
+        raise ValueError  # left to rclpy
+    for _ in range(count):
+        _, pos = read_text(data, pos)
+        pos += (-(pos - HEADER) & 7) + 8  # a value cut short fails the next read
+    return pos
 
 
 def fact_array_from_cdr(data: bytes) -> FactArray | None:
@@ -60,27 +76,37 @@ def fact_array_from_cdr(data: bytes) -> FactArray | None:
             return None
         facts = []
         for _ in range(count):
-            pos = _aligned8(pos)
+            pos += -(pos - HEADER) & 7  # _aligned8, written out: four times per fact
             (fact_id,) = _i64(data, pos)
             kind, pos = read_text(data, pos + 8)
-            key, pos = read_text(data, pos)
+            key, pos = read_distinct_text(data, pos)
             status, pos = read_text(data, pos)
-            pos = _aligned8(pos)
+            pos += -(pos - HEADER) & 7
             confidence, n_observations = _dQ(data, pos)
             if data[pos + 16] > 1:  # has_success_rate: not kept, but checked as rclpy does
                 return None
-            pos = _aligned8(pos + 17) + 8  # success_rate: not kept (it is in value_json)
-            _, pos = read_pairs(data, pos)  # recommended_parameters: the same
-            value_json, pos = read_text(data, pos)
-            pos = _aligned8(pos)
+            pos += 17
+            pos += (-(pos - HEADER) & 7) + 8  # success_rate: not kept (it is in value_json)
+            pos = _past_pairs(data, pos)  # recommended_parameters: the same
+            value_json, pos = read_distinct_text(data, pos)
+            pos += -(pos - HEADER) & 7
             (last_supporting_event_id,) = _i64(data, pos)
             rule_version, pos = read_text(data, pos + 8)
             pos += -pos & 3
             sec, nanosec = unpack_i32_u32(data, pos)
             pos += 8
-            facts.append(FactRow(fact_id, kind, key, None, value_json, status, confidence,
-                                 n_observations, rule_version, last_supporting_event_id,
-                                 sec * 1_000_000_000 + nanosec))
+            # The FactRow's fields set in its field order, as the store's reader sets
+            # them: its frozen __init__ costs twice as much, per fact of every delta.
+            fact = _new(FactRow)
+            fields = fact.__dict__
+            fields["id"], fields["kind"], fields["key"], fields["parsed"] = \
+                fact_id, kind, key, None
+            fields["value_json"], fields["status"] = value_json, status
+            fields["confidence"], fields["n_observations"] = confidence, n_observations
+            fields["rule_version"] = rule_version
+            fields["last_supporting_event_id"] = last_supporting_event_id
+            fields["last_updated_ns"] = sec * 1_000_000_000 + nanosec
+            facts.append(fact)
     except (ValueError, StructError, IndexError):  # UnicodeDecodeError is a ValueError
         return None
     if len(data) - pos > MAX_PADDING:

@@ -70,6 +70,19 @@ def read_text(data: bytes, pos: int) -> tuple[str, int]:
     return text, end + 1
 
 
+def read_distinct_text(data: bytes, pos: int) -> tuple[str, int]:
+    """read_text of a text that seldom repeats (a fact's key, its value as JSON): not
+    looked for among the remembered texts, nor added to them, where it would push out
+    the names that do repeat."""
+    pos += -pos & 3
+    (size,) = unpack_u32(data, pos)
+    end = pos + 3 + size  # the terminating NUL
+    raw = data[pos + 4:end]
+    if not size or data[end] or raw.find(0) >= 0:
+        raise ValueError  # left to rclpy
+    return raw.decode(), end + 1  # invalid UTF-8: UnicodeDecodeError
+
+
 # Short strings read (bytes -> text): names, ids and reasons repeat in every result, and
 # a lookup is cheaper than checking and decoding them again. Bounded: emptied when full
 # (a flood of distinct strings costs only their reading), under 1 MB.

@@ -147,8 +147,8 @@ def shrunk_rate(successes: float, n: float, prior_mean: float, prior_weight: flo
 
 def most_common(counts: dict[str, int]) -> str | None:
     """Highest count; ties broken by name so the answer never depends on insertion order."""
-    if not counts:
-        return None
+    if len(counts) < 2:  # none, or one (a group mostly fails one way): nothing to order
+        return next(iter(counts), None)
     return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]
 
 
@@ -175,9 +175,14 @@ def wilson_confidence(successes: float, n: float) -> float:
 def wilson_interval(successes: float, n: float,
                     z: float = 1.959963984540054) -> tuple[float, float]:
     """Wilson score interval of a binomial rate; sensible at small n and near 0 or 1."""
-    p = min(1.0, max(0.0, successes / n))
+    # Clamped to [0, 1] with conditionals, not min() and max(): the same floats (max(0.0, x)
+    # is x only when x > 0.0, min(1.0, x) only when x < 1.0) at half the cost of the
+    # interval, which a pass works out for every fact it renders.
+    p = successes / n
+    p = (p if p < 1.0 else 1.0) if p > 0.0 else 0.0
     z2 = z * z
     denom = 1.0 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low, high = centre - half, centre + half
+    return (low if low > 0.0 else 0.0), (high if high < 1.0 else 1.0)

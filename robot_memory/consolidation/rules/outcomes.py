@@ -59,7 +59,8 @@ def _contradiction(recent: list[int], older: list[int], config: RulesConfig
                    ) -> dict[str, Any]:
     n_recent, n_older = sum(recent), sum(older)
     z = two_proportion_z(recent[SUCCESS], n_recent, older[SUCCESS], n_older)
-    enough = min(n_recent, n_older) >= config.contest_min_observations
+    least = config.contest_min_observations
+    enough = n_recent >= least and n_older >= least  # (min() costs more than the test)
     return {"recent": {"n": n_recent, "successes": recent[SUCCESS]},
             "older": {"n": n_older, "successes": older[SUCCESS]},
             "z": r6(z), "contested": enough and abs(z) >= config.contest_z}
@@ -72,23 +73,26 @@ def contradiction(state: dict[str, Any], config: RulesConfig) -> dict[str, Any]:
     return _contradiction(*recent_and_older(state, config), config)
 
 
-def _rate_block(weighted: dict[str, float]) -> tuple[dict[str, Any], float]:
-    confidence = wilson_confidence(weighted["successes"], weighted["n"])
-    block = {"n": r6(weighted["n"]), "successes": r6(weighted["successes"]),
-             "rate": r6(weighted["successes"] / weighted["n"]) if weighted["n"] else 0.0}
+def _rate_block(successes: float, n: float) -> tuple[dict[str, Any], float]:
+    confidence = wilson_confidence(successes, n)
+    block = {"n": r6(n), "successes": r6(successes),
+             "rate": r6(successes / n) if n else 0.0}
     return block, confidence
 
 
 def rate_block(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, Any], float]:
     """The decay-weighted view of a rate and its confidence."""
-    return _rate_block(weighted_outcomes(state, config))
+    weighted = weighted_outcomes(state, config)
+    return _rate_block(weighted["successes"], weighted["n"])
 
 
 def rate_view(state: dict[str, Any], config: RulesConfig
               ) -> tuple[dict[str, Any], float, dict[str, Any]]:
-    """rate_block and contradiction from one walk over the timeline (what render needs)."""
-    totals, recent, older = timeline_totals(state, _half_lives(config), config)
-    block, confidence = _rate_block(_weighted(totals))
+    """rate_block and contradiction from one walk over the timeline (what render needs).
+    The weighted n is _weighted's, added in the same order (the same bits)."""
+    (successes, failures, safety), recent, older = timeline_totals(
+        state, _half_lives(config), config)
+    block, confidence = _rate_block(successes, successes + failures + safety)
     return block, confidence, _contradiction(recent, older, config)
 
 

@@ -257,9 +257,8 @@ def timeline_view(gaps: list[list[int]], half_lives_s: tuple[float, ...],
                   config: RulesConfig) -> tuple[dict[float, list[float]], int]:
     """(half-life -> weight of each bucket, index of the first recent bucket) of a
     timeline (current layout, not empty) with these gaps."""
-    width = config.time_bucket_s
-    return _view(tuple(map(tuple, gaps)), width,
-                 max(1, math.ceil(config.recent_window_s / width)), half_lives_s)
+    return _view(tuple(map(tuple, gaps)), config.time_bucket_s, config.recent_window_buckets,
+                 half_lives_s)
 
 
 def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: RulesConfig
@@ -273,8 +272,8 @@ def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: Ru
         return [0.0 for _ in zip(half_lives_s, columns)], [0] * len(ancient), list(ancient)
     weights_of, first_recent = timeline_view(timeline["gaps"], tuple(half_lives_s), config)
     # fsum over exact integer counts times fixed weights: independent of order (a zero
-    # count adds an exact 0.0, an all-zero column is []).
-    totals = [math.fsum(map(mul, column, weights_of[half_life]))
+    # count adds an exact 0.0, an all-zero column is [] and totals to fsum([]) == 0.0).
+    totals = [math.fsum(map(mul, column, weights_of[half_life])) if column else 0.0
               for half_life, column in zip(half_lives_s, columns)]
     # Integer column sums: exact in any order.
     recent = [sum(column[first_recent:]) for column in columns]

@@ -67,10 +67,21 @@ def plain_canonical_json(value: Any) -> str:
     # Substring tests first: a regular expression over the whole text costs as much as
     # encoding it. On the decoded text: str's substring search is twice as fast as
     # bytes' (and the text is UTF-8: the same ASCII substrings are found).
-    if ("null" in text or "0.0000" in text
-            or ("e-" in text and _SHORT_NEGATIVE_EXPONENT.search(text))):
+    if "null" in text or "0.0000" in text or _has_short_negative_exponent(text):
         return canonical_json(value)
     return text
+
+
+def _has_short_negative_exponent(text: str) -> bool:
+    """_SHORT_NEGATIVE_EXPONENT.search(text), found from each "-": one character is
+    found by memchr, 20x as fast as searching for "e-" (an "e" is in most keys), and a
+    text has a few, if any (a negative number)."""
+    at = text.find("-")
+    while at != -1:
+        if at and text[at - 1] == "e" and _SHORT_NEGATIVE_EXPONENT.match(text, at - 1):
+            return True
+        at = text.find("-", at + 1)
+    return False
 
 
 def plain_json_loads(text: str) -> Any:

@@ -130,13 +130,41 @@ def band_with_n(bag: Multiset) -> dict[str, float | int]:
     return out
 
 
+# A small bag's common denominator and each key's numerator over it, by its keys in the
+# bag's own order (as _ORDERS, and started afresh with it): a pass works out the mean of
+# hundreds of bags over the same few values.
+_OVER_COMMON: dict[tuple[str, ...], tuple[int, list[tuple[str, int]]]] = {}
+
+
+def _over_common(keys: tuple[str, ...]) -> tuple[int, list[tuple[str, int]]]:
+    ratios = [(key, float(key).as_integer_ratio()) for key in keys]
+    common = max([den for _, (_, den) in ratios])
+    return common, [(key, num * (common // den)) for key, (num, den) in ratios]
+
+
 def exact_mean(bag: Multiset) -> float:
     """The exact mean, rounded once: the values are dyadic rationals, so over a common
-    power-of-two denominator the sum is an integer."""
-    ratios = [(float(k).as_integer_ratio(), c) for k, c in bag.items() if c > 0]
-    common = max(den for (_, den), _ in ratios)
-    total = sum(num * (common // den) * c for (num, den), c in ratios)
-    return total / (common * sum(c for _, c in ratios))
+    power-of-two denominator the sum is an integer. (int / int is correctly rounded, so
+    any common power of two gives the same float.)"""
+    if len(bag) > _ORDER_KEYS:
+        common, numerators = _over_common(tuple(key for key, c in bag.items() if c > 0))
+    else:
+        keys = tuple(bag)
+        cached = _OVER_COMMON.get(keys)
+        if cached is None:
+            if len(_OVER_COMMON) >= _ORDERS_KEPT:
+                _OVER_COMMON.clear()
+            cached = _OVER_COMMON[keys] = _over_common(keys)
+        common, numerators = cached
+    total = n = 0
+    for key, numerator in numerators:
+        count = bag[key]
+        if count > 0:
+            total += numerator * count
+            n += count
+    if not n:
+        raise ValueError("mean of an empty multiset")
+    return total / (common * n)
 
 
 def shrunk_rate(successes: float, n: float, prior_mean: float, prior_weight: float) -> float:

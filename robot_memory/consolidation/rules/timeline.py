@@ -261,6 +261,17 @@ def timeline_view(gaps: list[list[int]], half_lives_s: tuple[float, ...],
                  half_lives_s)
 
 
+def _decayed(timeline: dict[str, Any], half_lives_s: list[float], config: RulesConfig
+             ) -> tuple[list[float], int]:
+    """decayed_totals of a timeline (current layout, not empty), and the index of its
+    first recent bucket."""
+    weights_of, first_recent = timeline_view(timeline["gaps"], tuple(half_lives_s), config)
+    # fsum over exact integer counts times fixed weights: independent of order (a zero
+    # count adds an exact 0.0, an all-zero column is [] and totals to fsum([]) == 0.0).
+    return [math.fsum(map(mul, column, weights_of[half_life])) if column else 0.0
+            for half_life, column in zip(half_lives_s, timeline["columns"])], first_recent
+
+
 def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: RulesConfig
                     ) -> tuple[list[float], list[int], list[int]]:
     """decayed_totals and recent_and_older in one walk over the columns."""
@@ -270,11 +281,7 @@ def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: Ru
     columns, ancient = timeline["columns"], timeline["ancient"]
     if timeline["first"] is None:
         return [0.0 for _ in zip(half_lives_s, columns)], [0] * len(ancient), list(ancient)
-    weights_of, first_recent = timeline_view(timeline["gaps"], tuple(half_lives_s), config)
-    # fsum over exact integer counts times fixed weights: independent of order (a zero
-    # count adds an exact 0.0, an all-zero column is [] and totals to fsum([]) == 0.0).
-    totals = [math.fsum(map(mul, column, weights_of[half_life])) if column else 0.0
-              for half_life, column in zip(half_lives_s, columns)]
+    totals, first_recent = _decayed(timeline, half_lives_s, config)
     # Integer column sums: exact in any order.
     recent = [sum(column[first_recent:]) for column in columns]
     older = [old + sum(column[:first_recent]) for old, column in zip(ancient, columns)]
@@ -284,8 +291,14 @@ def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: Ru
 def decayed_totals(state: dict[str, Any], half_lives_s: list[float],
                    config: RulesConfig) -> list[float]:
     """Sum of each column weighted by 2^(-age / half_life), age in event time from the
-    newest bucket. fsum over exact integer counts: independent of order."""
-    return timeline_totals(state, half_lives_s, config)[0]
+    newest bucket. fsum over exact integer counts: independent of order. (Without the
+    window counts of timeline_totals: interaction_pattern needs only this.)"""
+    timeline = state["timeline"]
+    if "buckets" in timeline:  # stored in layout 1 (read as it is, not rewritten here)
+        timeline = _from_layout_1(timeline)
+    if timeline["first"] is None:
+        return [0.0 for _ in zip(half_lives_s, timeline["columns"])]
+    return _decayed(timeline, half_lives_s, config)[0]
 
 
 def recent_and_older(state: dict[str, Any], config: RulesConfig) -> tuple[list[int], list[int]]:

@@ -7,7 +7,6 @@ swap a whole new index in with one reference assignment, which never tears an an
 
 from __future__ import annotations
 
-import bisect
 import sys
 from collections import Counter
 from dataclasses import replace
@@ -74,10 +73,10 @@ def _rank(fact: FactRow) -> tuple:
 
 
 # Lists longer than this (a skill's: thousands of facts) keep their facts' ranks too, as
-# (*rank, fact) in the same order, so that a delta's changes are found in them by
-# bisection and merged in by one sort that compares tuples alone: no rank is computed
-# for the thousands of facts a delta leaves as they are (about 1 MB at 10^4 facts). No
-# two facts of an index share a rank ((kind, key) is unique): facts are never compared.
+# (*rank, fact) in the same order, so that a delta's changes are merged into them by one
+# sort that compares tuples alone: no rank is computed for the thousands of facts a
+# delta leaves as they are (about 1 MB at 10^4 facts). No two facts of an index share a
+# rank ((kind, key) is unique): facts are never compared.
 _RANKED_LENGTH = 64
 _fact_of = itemgetter(3)
 
@@ -88,22 +87,11 @@ def _ranked(fact: FactRow) -> tuple:
 
 def _ranked_with_changes(ranked: list[tuple], gone: list[FactRow],
                          new: list[FactRow]) -> list[tuple]:
-    """`ranked` (sorted) without the facts `gone` (each in it) and with `new`, sorted."""
-    at = []
-    for fact in gone:
-        i = bisect.bisect_left(ranked, _rank(fact))
-        if i == len(ranked) or ranked[i][3] is not fact:  # a NaN confidence: no order
-            gone_ids = {id(fact) for fact in gone}
-            kept = [entry for entry in ranked if id(entry[3]) not in gone_ids]
-            break
-        at.append(i)
-    else:
-        at.sort()
-        kept, start = [], 0
-        for i in at:
-            kept += ranked[start:i]
-            start = i + 1
-        kept += ranked[start:]
+    """`ranked` (sorted) without the facts `gone` (each in it) and with `new`, sorted.
+    Filtered by identity: cheaper than finding a delta's hundreds of changes in it by
+    bisection, as ranks tie often (confidences repeat) and ties compare keys."""
+    gone_ids = {id(fact) for fact in gone}
+    kept = [entry for entry in ranked if id(entry[3]) not in gone_ids]
     kept += map(_ranked, new)
     kept.sort()  # two sorted runs: a merge
     return kept
@@ -165,44 +153,43 @@ class GroundingIndex:
         new.facts = {**self.facts, **changed}
         new.size = len(new.facts)
         new._facets = facets = dict(self._facets)
-        # By list: the old versions of the changed facts in it, and their new versions.
-        gone: dict[tuple[str, str, str], list[FactRow]] = {}
-        added: dict[tuple[str, str, str], list[FactRow]] = {}
+        # By list: (the old versions of the changed facts in it, their new versions).
+        in_lists: dict[tuple[str, str, str], tuple[list[FactRow], list[FactRow]]] = {}
         properties = []
         for key, fact in changed.items():
-            value = fact.peek_value()
-            old = self.facts.get(key)
-            if old is None:
-                facets[key] = after = _facets(fact.kind, value)
-            else:
-                before = facets[key]
-                facets[key] = after = _facets(fact.kind, value, before)
+            before = facets.get(key)
+            facets[key] = after = _facets(fact.kind, fact.peek_value(), before)
+            old = self.facts[key] if before is not None else None
+            if before is not None and before is not after:
                 for index_key in before.index_keys:
-                    if index_key in gone:
-                        gone[index_key].append(old)
-                    else:
-                        gone[index_key] = [old]
+                    if index_key not in in_lists:
+                        in_lists[index_key] = ([], [])
+                    in_lists[index_key][0].append(old)
             for index_key in after.index_keys:
-                if index_key in added:
-                    added[index_key].append(fact)
-                else:
-                    added[index_key] = [fact]
+                in_list = in_lists.get(index_key)
+                if in_list is None:
+                    in_lists[index_key] = in_list = ([], [])
+                if after is before:  # the old version is in the same lists
+                    in_list[0].append(old)
+                in_list[1].append(fact)
             if fact.kind == PROPERTY_KIND:
                 properties.append(fact)
         new._lists, new._ranked = lists, ranked_lists = dict(self._lists), dict(self._ranked)
-        for index_key in gone.keys() | added.keys():
-            old_facts, new_facts = gone.get(index_key, ()), added.get(index_key, [])
+        for index_key, (old_facts, new_facts) in in_lists.items():
             ranked = ranked_lists.get(index_key)
             if ranked is not None:
                 ranked = _ranked_with_changes(ranked, old_facts, new_facts)
                 facts_of_key = list(map(_fact_of, ranked))
             else:  # a short list: filtered (its order kept), the changes sorted in
-                facts_of_key = lists.get(index_key, [])
-                if old_facts:
+                facts_of_key = lists.get(index_key, ())
+                if len(old_facts) == len(facts_of_key):  # every fact of it changed
+                    facts_of_key = new_facts
+                else:
                     old_ids = {id(fact) for fact in old_facts}
                     facts_of_key = [f for f in facts_of_key if id(f) not in old_ids]
-                facts_of_key = facts_of_key + new_facts
-                facts_of_key.sort(key=_rank)
+                    facts_of_key += new_facts
+                if len(facts_of_key) > 1:
+                    facts_of_key.sort(key=_rank)
             if not facts_of_key:
                 del lists[index_key]
             else:

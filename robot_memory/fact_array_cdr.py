@@ -27,7 +27,11 @@ from robot_memory.store import FactRow
 _PLAIN = CDR_LE + b"\x00\x00"  # and no options
 _i64, _q2 = Struct("<q").unpack_from, Struct("<qq").unpack_from
 _new = object.__new__
-_dQ = Struct("<dQ").unpack_from  # confidence, n_observations: adjacent, both 8-aligned
+# From the 8-aligned confidence on, the offsets are fixed: confidence, n_observations,
+# has_success_rate, success_rate (skipped: 8-aligned again) and the count of
+# recommended_parameters, in one unpack.
+_AFTER_STATUS = Struct("<dQB7x8xI")
+_after_status, _AFTER_STATUS_BYTES = _AFTER_STATUS.unpack_from, _AFTER_STATUS.size
 # The smallest SemanticFact: an int64, four empty strings, two float64, a uint64, a bool,
 # an empty sequence, an int64 and a Time.
 _MIN_FACT_BYTES = 8 + 4 * 5 + 8 + 8 + 1 + 8 + 4 + 8 + 8
@@ -45,12 +49,9 @@ def _aligned8(pos: int) -> int:
     return pos + (-(pos - HEADER) & 7)
 
 
-def _past_pairs(data: bytes, pos: int) -> int:
-    """The position after the KeyValue[] at `pos`, its keys read as read_pairs reads
-    them (a key rclpy would refuse is refused here too) and its values skipped."""
-    pos += -pos & 3
-    (count,) = unpack_u32(data, pos)
-    pos += 4
+def _past_pairs(data: bytes, pos: int, count: int) -> int:
+    """The position after the `count` KeyValues at `pos`, their keys read as read_pairs
+    reads them (a key rclpy would refuse is refused here too) and their values skipped."""
     if count > len(data):  # every entry takes bytes: a corrupt count, not a long loop
         raise ValueError  # left to rclpy
     for _ in range(count):
@@ -82,12 +83,13 @@ def fact_array_from_cdr(data: bytes) -> FactArray | None:
             key, pos = read_distinct_text(data, pos)
             status, pos = read_text(data, pos)
             pos += -(pos - HEADER) & 7
-            confidence, n_observations = _dQ(data, pos)
-            if data[pos + 16] > 1:  # has_success_rate: not kept, but checked as rclpy does
+            # success_rate and recommended_parameters are not kept (value_json has them)
+            confidence, n_observations, has_success_rate, pairs = _after_status(data, pos)
+            if has_success_rate > 1:  # checked as rclpy does
                 return None
-            pos += 17
-            pos += (-(pos - HEADER) & 7) + 8  # success_rate: not kept (it is in value_json)
-            pos = _past_pairs(data, pos)  # recommended_parameters: the same
+            pos += _AFTER_STATUS_BYTES
+            if pairs:
+                pos = _past_pairs(data, pos, pairs)
             value_json, pos = read_distinct_text(data, pos)
             pos += -(pos - HEADER) & 7
             (last_supporting_event_id,) = _i64(data, pos)

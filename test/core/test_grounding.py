@@ -83,6 +83,40 @@ def test_with_changes_equals_a_rebuild_and_leaves_the_old_index_alone(db_url):
     assert old.lookup(GroundingRequest("manipulation.grasp", "t1")) == before
 
 
+def test_with_changes_keeps_long_lists_in_rank_order(db_url):
+    """A skill's list longer than the index keeps ranked (hundreds of facts): pass after
+    pass, the patched index answers every question as a rebuild does, in the same order
+    (ranks tie often: confidences repeat), new targets and facts leaving the list
+    included."""
+    part = MemoryStore(db_url).partition(IDENT)
+    config = RulesConfig(promotion_min_observations=2)
+    part.append_many([result(i, target=f"t{i % 90}", env=f"e{i % 2}", zone=f"z{i % 3}",
+                             success=i % 5 != 0, force=float(5 * (i % 4)),
+                             observations={"mass_kg": (i % 7) / 10}) for i in range(400)])
+    consolidation_pass(part, config)
+    index = GroundingIndex(IDENT, part.facts())
+    requests = [GroundingRequest("manipulation.grasp", max_results=100),
+                GroundingRequest("manipulation.grasp", min_confidence=0.3, max_results=100),
+                GroundingRequest("manipulation.grasp", environment="e1", max_results=100),
+                GroundingRequest("manipulation.grasp", zone="z2", max_results=100),
+                GroundingRequest("manipulation.grasp", "t7"),
+                GroundingRequest("manipulation.grasp", "t200")]
+    assert len(index.lookup(requests[0]).facts) > 64  # the long list is what is tested
+    for round_ in range(4):
+        start = 1000 + 100 * round_
+        part.append_many([result(start + i, target=f"t{(i * 7 + round_) % (95 + 40 * round_)}",
+                                 env=f"e{(i + round_) % 2}", zone=f"z{i % 3}",
+                                 success=(i + round_) % 3 != 0, force=float(5 * (i % 4)))
+                          for i in range(60)])
+        report = consolidation_pass(part, config)
+        touched = {(c.kind, c.key) for c in report.changes}
+        facts = part.facts()
+        index = index.with_changes([f for f in facts if (f.kind, f.key) in touched])
+        rebuilt = GroundingIndex(IDENT, facts)
+        for request in requests:
+            assert index.lookup(request) == rebuilt.lookup(request), (round_, request)
+
+
 @pytest.fixture
 def context_index(db_url):
     """Grasps of glass_cup in shelf_b (weighed each time); nothing else was ever tried."""

@@ -22,11 +22,10 @@ from struct import error as StructError
 from robot_memory.intake.result_cdr import (CDR_LE, HEADER, MAX_PADDING,
                                             read_distinct_text, read_text, unpack_i32_u32,
                                             unpack_u32)
-from robot_memory.store import FactRow
+from robot_memory.store import FactRow, fact_row_from_columns
 
 _PLAIN = CDR_LE + b"\x00\x00"  # and no options
 _i64, _q2 = Struct("<q").unpack_from, Struct("<qq").unpack_from
-_new = object.__new__
 # From the 8-aligned confidence on, the offsets are fixed: confidence, n_observations,
 # has_success_rate, success_rate (skipped: 8-aligned again) and the count of
 # recommended_parameters, in one unpack.
@@ -97,18 +96,9 @@ def fact_array_from_cdr(data: bytes) -> FactArray | None:
             pos += -pos & 3
             sec, nanosec = unpack_i32_u32(data, pos)
             pos += 8
-            # The FactRow's fields set in its field order, as the store's reader sets
-            # them: its frozen __init__ costs twice as much, per fact of every delta.
-            fact = _new(FactRow)
-            fields = fact.__dict__
-            fields["id"], fields["kind"], fields["key"], fields["parsed"] = \
-                fact_id, kind, key, None
-            fields["value_json"], fields["status"] = value_json, status
-            fields["confidence"], fields["n_observations"] = confidence, n_observations
-            fields["rule_version"] = rule_version
-            fields["last_supporting_event_id"] = last_supporting_event_id
-            fields["last_updated_ns"] = sec * 1_000_000_000 + nanosec
-            facts.append(fact)
+            facts.append(fact_row_from_columns((
+                fact_id, kind, key, value_json, status, confidence, n_observations,
+                rule_version, last_supporting_event_id, sec * 1_000_000_000 + nanosec)))
     except (ValueError, StructError, IndexError):  # UnicodeDecodeError is a ValueError
         return None
     if len(data) - pos > MAX_PADDING:

@@ -51,12 +51,7 @@ def _facets(kind: str, value: dict, before: _Facets | None = None) -> _Facets:
             and target == before.target_class and environment == before.environment:
         return before
     skill, target, environment = _interned(skill), _interned(target), _interned(environment)
-    if skill:  # _index_keys written out: the common case
-        index_keys = (("skill", skill, ""),
-                      ("skill_target", skill, target if "target_class" in value else ""))
-    else:
-        index_keys = tuple(tuple(map(_interned, key)) for key in _index_keys(kind, value))
-    return _Facets(skill, target, environment, index_keys)
+    return _Facets(skill, target, environment, _index_keys(kind, value, skill, target))
 
 
 def _interned(text: str | None) -> str | None:
@@ -97,16 +92,19 @@ def _ranked_with_changes(ranked: list[tuple], gone: list[FactRow],
     return kept
 
 
-def _index_keys(kind: str, value: dict) -> list[tuple[str, str, str]]:
-    """The index lists a fact belongs to."""
-    skill = value.get("skill_id")
+def _index_keys(kind: str, value: dict, skill: str | None, target: str | None
+                ) -> tuple[tuple[str, str, str], ...]:
+    """The index lists a fact of `kind` with `value` belongs to, its names interned
+    (`skill` and `target` are value's skill_id and target_class, interned already)."""
     if skill:
-        return [("skill", skill, ""), ("skill_target", skill, value.get("target_class", ""))]
+        return (("skill", skill, ""),
+                ("skill_target", skill, target if "target_class" in value else ""))
     if kind == "object_property":
-        return [("target_class", value["target_class"], "")]
+        return (("target_class", _interned(value["target_class"]), ""),)
     if kind == "zone_risk":
-        return [(value["scope"], value[value["scope"]], "")]
-    return []
+        scope = value["scope"]
+        return ((_interned(scope), _interned(value[scope]), ""),)
+    return ()
 
 
 class GroundingIndex:

@@ -131,8 +131,8 @@ def band_with_n(bag: Multiset) -> dict[str, float | int]:
 
 
 # A small bag's common denominator and each key's numerator over it, by its keys in the
-# bag's own order (as _ORDERS, and started afresh with it): a pass works out the mean of
-# hundreds of bags over the same few values.
+# bag's own order (bounded as _ORDERS is): a pass works out the mean of hundreds of bags
+# over the same few values.
 _OVER_COMMON: dict[tuple[str, ...], tuple[int, list[tuple[str, int]]]] = {}
 
 

@@ -60,9 +60,7 @@ def read_text(data: bytes, pos: int) -> tuple[str, int]:
     raw = data[pos + 4:end]
     text = _READ.get(raw)
     if text is None or not size or data[end]:
-        if not size or data[end] or raw.find(0) >= 0:
-            raise ValueError  # left to rclpy
-        text = raw.decode()  # invalid UTF-8: UnicodeDecodeError
+        text = _checked_text(data, raw, size, end)
         if len(raw) <= _REMEMBERED_LENGTH:
             if len(_READ) >= _REMEMBERED_AT_MOST:
                 _READ.clear()
@@ -77,10 +75,15 @@ def read_distinct_text(data: bytes, pos: int) -> tuple[str, int]:
     pos += -pos & 3
     (size,) = unpack_u32(data, pos)
     end = pos + 3 + size  # the terminating NUL
-    raw = data[pos + 4:end]
+    return _checked_text(data, data[pos + 4:end], size, end), end + 1
+
+
+def _checked_text(data: bytes, raw: bytes, size: int, end: int) -> str:
+    """The text of a CDR string's bytes `raw` (its length field `size`, its NUL at
+    `end`), checked as rclpy checks it: ValueError for what rclpy would refuse."""
     if not size or data[end] or raw.find(0) >= 0:
         raise ValueError  # left to rclpy
-    return raw.decode(), end + 1  # invalid UTF-8: UnicodeDecodeError
+    return raw.decode()  # invalid UTF-8: UnicodeDecodeError
 
 
 # Short strings read (bytes -> text): names, ids and reasons repeat in every result, and

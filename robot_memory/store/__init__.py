@@ -24,12 +24,14 @@ from robot_memory.store.opening import MemoryStore
 from robot_memory.store.version import StoreError
 from robot_memory.store.partition import Partition
 from robot_memory.store.schema import GENESIS_HASH
-from robot_memory.store.semantic import ConcurrentPass, FactRow, FactWrite
+from robot_memory.store.semantic import (ConcurrentPass, FactRow, FactWrite,
+                                         fact_row_from_columns)
 
 __all__ = ["GENESIS_HASH", "ChainReport", "Compaction", "ConcurrentPass", "FactRow", "FactWrite",
            "MemoryStore", "MigrationReport", "NewEvent", "OutcomeRow", "Partition",
            "ResultAggregates", "StoreError",
            "StoreVerdict", "StoredEvent", "ValueBatch", "boot_check", "check_store",
-           "compactions", "event_digest", "file_problem", "kept_digest", "one_result_aggregates",
+           "compactions", "event_digest", "fact_row_from_columns", "file_problem", "kept_digest",
+           "one_result_aggregates",
            "remove_range",
            "sqlite_integrity_problem", "stored_digest", "verify_chain"]

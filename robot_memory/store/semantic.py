@@ -72,10 +72,11 @@ def fact_from_row(row) -> FactRow:
                    row.rule_version, row.last_supporting_event_id, row.last_updated_ns)
 
 
-def _fact_row(row) -> FactRow:
-    """FactRow of a _FACT_COLUMNS row, its fields set through __dict__ in field order (the
-    dict keeps the class's shared keys): the frozen dataclass's __init__ costs twice as
-    much, and a pass reads a row per fact it touches."""
+def fact_row_from_columns(row) -> FactRow:
+    """FactRow of its ten stored columns in _FACT_COLUMNS order (its value unparsed), its
+    fields set through __dict__ in field order (the dict keeps the class's shared keys):
+    the frozen dataclass's __init__ costs twice as much, and a pass reads, and a delta
+    brings, a row per fact it touches."""
     fact = object.__new__(FactRow)
     fields = fact.__dict__
     fields["id"], fields["kind"], fields["key"] = row[0], row[1], row[2]
@@ -129,7 +130,7 @@ class SemanticTier:
             kind_keys.sort()
             for start in range(0, len(kind_keys), 500):  # stay under bind-parameter limits
                 chunk = kind_keys[start:start + 500]
-                found += [_fact_row(row) for row in conn.exec_driver_sql(
+                found += [fact_row_from_columns(row) for row in conn.exec_driver_sql(
                     f"SELECT {_FACT_COLUMNS} FROM semantic_facts WHERE identity_hash = {mark}"
                     f" AND fact_kind = {mark} AND fact_key IN ({', '.join([mark] * len(chunk))})",
                     (self.identity_hash, kind, *chunk)).all()]

@@ -272,12 +272,17 @@ def _decayed(timeline: dict[str, Any], half_lives_s: list[float], config: RulesC
             for half_life, column in zip(half_lives_s, timeline["columns"])], first_recent
 
 
+def _stored_timeline(state: dict[str, Any]) -> dict[str, Any]:
+    """The state's timeline in the current layout, for reading: one stored in layout 1 is
+    converted, not rewritten (a merge rewrites it)."""
+    timeline = state["timeline"]
+    return _from_layout_1(timeline) if "buckets" in timeline else timeline
+
+
 def timeline_totals(state: dict[str, Any], half_lives_s: list[float], config: RulesConfig
                     ) -> tuple[list[float], list[int], list[int]]:
     """decayed_totals and recent_and_older in one walk over the columns."""
-    timeline = state["timeline"]
-    if "buckets" in timeline:  # stored in layout 1 (read as it is, not rewritten here)
-        timeline = _from_layout_1(timeline)
+    timeline = _stored_timeline(state)
     columns, ancient = timeline["columns"], timeline["ancient"]
     if timeline["first"] is None:
         return [0.0 for _ in zip(half_lives_s, columns)], [0] * len(ancient), list(ancient)
@@ -293,9 +298,7 @@ def decayed_totals(state: dict[str, Any], half_lives_s: list[float],
     """Sum of each column weighted by 2^(-age / half_life), age in event time from the
     newest bucket. fsum over exact integer counts: independent of order. (Without the
     window counts of timeline_totals: interaction_pattern needs only this.)"""
-    timeline = state["timeline"]
-    if "buckets" in timeline:  # stored in layout 1 (read as it is, not rewritten here)
-        timeline = _from_layout_1(timeline)
+    timeline = _stored_timeline(state)
     if timeline["first"] is None:
         return [0.0 for _ in zip(half_lives_s, timeline["columns"])]
     return _decayed(timeline, half_lives_s, config)[0]

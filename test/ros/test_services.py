@@ -1,10 +1,12 @@
 """The consolidate and explain services, the event-count trigger and facts_delta."""
 
+import time
+
 from robot_memory.msg import SemanticFactArray
-from robot_memory.ros.qos import FACTS_DELTA_QOS
+from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
 from robot_memory.srv import Consolidate, ExplainFact
 
-from ros.conftest import wait_until
+from ros.conftest import BOTH_PROCESS_MODES, wait_until
 
 KEY = "manipulation.grasp + glass_cup + sim_relaxed"
 
@@ -51,6 +53,30 @@ def test_consolidate_service_previews_then_applies(probe, start_stack):
     assert "dry run" not in again.diff
     idle_preview = probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=True))
     assert "[dry run, nothing written: nothing new to consolidate]" in idle_preview.diff
+
+
+@BOTH_PROCESS_MODES
+def test_a_late_facts_subscriber_gets_the_facts_of_the_last_pass(probe, start_stack):
+    """Passes that ran while `facts` had no subscriber left its latched snapshot behind
+    (the one of activation); a subscriber that comes later is sent the current one."""
+    start_stack(period_s=3600.0, pass_after_new_events=0)
+    stored_results(probe, 8)
+    topic = f"/{probe.namespace}/facts"
+    for subscription in [s for s in probe.subscriptions if s.topic_name == topic]:
+        probe.destroy_subscription(subscription)
+    wait_until(lambda: probe.count_subscribers(topic) == 0, 10, "no subscriber on facts")
+    time.sleep(0.5)  # the consolidator's side of the graph catches up too
+    applied = wait_until(lambda: (r := probe.call(Consolidate, "consolidate", Consolidate
+                                                  .Request(dry_run=False))).events_read and r,
+                         20, "a pass over the stored results")
+    assert applied.success and applied.events_read == 8
+
+    late: list[SemanticFactArray] = []
+    probe.create_subscription(SemanticFactArray, "facts", late.append, FACTS_QOS)
+    wait_until(lambda: late and late[-1].run_event_id == applied.run_event_id, 20,
+               lambda: f"the snapshot of run {applied.run_event_id} "
+                       f"(got runs {[m.run_event_id for m in late]})")
+    assert [f.n_observations for f in late[-1].facts if f.key == KEY] == [8]
 
 
 def test_pass_runs_after_enough_new_events(probe, start_stack):

@@ -29,7 +29,6 @@ from robot_memory.growth import GrowthGuard
 from robot_memory.msg import SemanticFactArray
 from robot_memory.request_limits import OVERRIDE as OVERRIDE_LIMITS
 from robot_memory.request_limits import over_limit
-from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.fact_snapshot import FactSnapshot
 from robot_memory.ros.heap import WORTH_RELEASING_MB, release_freed_memory
@@ -268,9 +267,9 @@ class Consolidator(ManagedMemoryNode):
                                       throttle_duration_sec=60.0)
 
     def _load_snapshot(self) -> None:
-        """Messages for every fact, kept so a pass only converts the facts it changed."""
+        """Every fact's encoding, kept so a pass only encodes the facts it changed."""
         run, facts = facts_at_checkpoint(self.partition)
-        self._snapshot.replace_all(fact_to_msg(f) for f in facts)
+        self._snapshot.replace_all(facts)
         self._run_event_id = run
 
     def _catch_up_snapshot(self) -> None:
@@ -300,7 +299,7 @@ class Consolidator(ManagedMemoryNode):
         previous = report.previous_run_event_id
         if previous != self._run_event_id:  # another process ran a pass in between
             self._load_snapshot()
-        changed = [fact_to_msg(f) for f in facts_written(self.partition, report.changes)]
+        changed = facts_written(self.partition, report.changes)
         self._run_event_id = report.run_event_id
         self.delta_publisher.publish(self._snapshot.delta(
             changed, self.partition.identity_hash, self._run_event_id or 0, previous or 0,

@@ -7,7 +7,7 @@ from functools import partial
 from builtin_interfaces.msg import Time
 
 from robot_memory.analogies import Analogy
-from robot_memory.fact_array_cdr import FactArray, fact_array_from_cdr
+from robot_memory.fact_array_cdr import FactArray, fact_array_from_cdr, served_fields
 from robot_memory.grounding_request import GroundingRequest
 from rclpy.serialization import deserialize_message
 
@@ -61,13 +61,12 @@ def fact_to_msg(fact: FactRow) -> SemanticFact:
     msg.fact_id, msg.kind, msg.key, msg.status = fact.id, fact.kind, fact.key, fact.status
     msg.confidence = float(fact.confidence)
     msg.n_observations = int(fact.n_observations)
-    value = fact.peek_value()  # not kept on the fact: a node holds thousands
-    rate = value.get("rate")
+    # The value is not kept on the fact: a node holds thousands.
+    rate, parameters = served_fields(fact.peek_value())
     msg.has_success_rate = rate is not None
-    msg.success_rate = float(rate) if rate is not None else 0.0
-    msg.recommended_parameters = [
-        KeyValue(key=name, value=float(band["median"]))
-        for name, band in sorted(value.get("recommended_parameters", {}).items())]
+    msg.success_rate = 0.0 if rate is None else rate
+    msg.recommended_parameters = [KeyValue(key=name, value=median)
+                                  for name, median in parameters]
     msg.value_json = fact.value_json
     msg.last_supporting_event_id = int(fact.last_supporting_event_id)
     msg.rule_version = fact.rule_version

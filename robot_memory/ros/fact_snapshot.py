@@ -3,23 +3,28 @@
 A SemanticFact message object costs about 2 KB of Python objects (its Time, its
 KeyValue list, a dozen boxed fields) for a 450-byte value; 10^4 of them were the
 consolidator's largest allocation, and converting them all to C on every publish its
-largest cost per pass. Each fact is kept instead as its CDR encoding, made once when
-it changes, and the array message is framed around them: a SemanticFactArray's
-sequence is its elements' encodings, each starting 8-byte aligned (SemanticFact
-begins with an int64), behind the header fields. The framing is checked against the
-RMW's own serializer once per process (`framing_supported`): where the encoding is
-another one (big-endian, XCDR2), the snapshot keeps message objects instead.
+largest cost per pass. Each fact is kept instead as its CDR encoding, written straight
+from its FactRow once when it changes (fact_array_cdr.fact_element), and the array
+message is framed around them: a SemanticFactArray's sequence is its elements'
+encodings, each starting 8-byte aligned (SemanticFact begins with an int64), behind the
+header fields. Both are checked against the RMW's own serializer once per process
+(`framing_supported`): where the encoding is another one (big-endian, XCDR2), the
+snapshot keeps message objects instead.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from functools import lru_cache
 
 from builtin_interfaces.msg import Time
 from rclpy.serialization import deserialize_message, serialize_message
 
-from robot_memory.msg import KeyValue, SemanticFact, SemanticFactArray
+from robot_memory.fact_array_cdr import fact_element
+from robot_memory.msg import SemanticFact, SemanticFactArray
+from robot_memory.ros.conversions import fact_to_msg
+from robot_memory.store import FactRow
 
 CDR_LE = b"\x00\x01\x00\x00"  # encapsulation: plain CDR, little-endian, no options
 
@@ -39,11 +44,6 @@ def _put_string(buffer: bytearray, text: str) -> None:
     buffer.extend(encoded)
 
 
-def fact_element(msg: SemanticFact) -> bytes:
-    """One fact's encoding as a sequence element (its body, without the header)."""
-    return serialize_message(msg)[len(CDR_LE):]
-
-
 def frame_fact_array(identity_hash: str, run_event_id: int, previous_run_event_id: int,
                      stamp: Time, elements: list[bytes]) -> bytes:
     """A serialized SemanticFactArray (header.frame_id empty) around fact elements."""
@@ -60,25 +60,26 @@ def frame_fact_array(identity_hash: str, run_event_id: int, previous_run_event_i
     return bytes(buffer)
 
 
-def _sample_facts() -> list[SemanticFact]:
-    """Facts whose fields end at every alignment, to compare framings with."""
-    return [SemanticFact(fact_id=i + 1, kind="k" * (i + 1), key="key" + "x" * i,
-                         status="active", confidence=0.5, n_observations=i,
-                         has_success_rate=bool(i % 2), success_rate=0.25,
-                         recommended_parameters=[KeyValue(key="p" * j, value=float(j))
-                                                 for j in range(i % 3)],
-                         value_json="{" + "a" * i + "}", last_supporting_event_id=7 * i,
-                         rule_version="v1.0", last_updated=Time(sec=i, nanosec=i + 1))
+def _sample_facts() -> list[FactRow]:
+    """Facts whose fields end at every alignment, with and without a rate and
+    parameters, to compare encodings with."""
+    values = ['{"rate":0.25,"recommended_parameters":{"f":{"median":2.5}}}', "{}",
+              '{"recommended_parameters":{"a":{"median":1.0},"bb":{"median":-3.5}}}',
+              '{"rate":1,"note":"grüße"}', '{"rate":null}']
+    return [FactRow(i + 1, "k" * (i + 1), "key" + "é" * i, None, values[i], "active",
+                    0.5, i, "v1.0", 7 * i, i * 1_000_000_001 + 1)
             for i in range(5)]
 
 
 @lru_cache(maxsize=1)
 def framing_supported() -> bool:
-    """Whether frame_fact_array gives what the RMW's serializer gives: the same length,
-    and the same message once deserialized (padding bytes are left unset by it)."""
+    """Whether fact_element and frame_fact_array give what the RMW's serializer gives
+    for the same facts: the same length, and the same message once deserialized (padding
+    bytes are left unset by it)."""
     facts = _sample_facts()
     reference = SemanticFactArray(identity_hash="abcdefg", run_event_id=9,
-                                  previous_run_event_id=8, facts=facts)
+                                  previous_run_event_id=8,
+                                  facts=[fact_to_msg(f) for f in facts])
     reference.header.stamp = Time(sec=11, nanosec=12)
     expected = serialize_message(reference)
     if not expected.startswith(CDR_LE):
@@ -99,22 +100,23 @@ class FactSnapshot:
     def __len__(self) -> int:
         return len(self._facts)
 
-    def replace_all(self, msgs) -> None:
+    def replace_all(self, facts: Iterable[FactRow]) -> None:
         self._facts = {}
-        self.update(msgs)
+        self.update(facts)
 
-    def update(self, msgs) -> None:
-        for msg in msgs:
-            self._facts[(msg.kind, msg.key)] = fact_element(msg) if self._framed else msg
+    def update(self, facts: Iterable[FactRow]) -> None:
+        encode = fact_element if self._framed else fact_to_msg
+        for fact in facts:
+            self._facts[(fact.kind, fact.key)] = encode(fact)
 
-    def delta(self, msgs, identity_hash: str, run_event_id: int, previous_run_event_id: int,
-              stamp: Time) -> bytes | SemanticFactArray:
+    def delta(self, facts: list[FactRow], identity_hash: str, run_event_id: int,
+              previous_run_event_id: int, stamp: Time) -> bytes | SemanticFactArray:
         """Take these changed facts in, and give the array of them alone to publish:
         framed around the same encodings the snapshot keeps (each fact is encoded once;
         rclpy serializing a pass's delta of 1,500 facts held the interpreter for 25 ms,
         in the process that answers `ground`)."""
-        self.update(msgs)
-        changed = [self._facts[(msg.kind, msg.key)] for msg in msgs]
+        self.update(facts)
+        changed = [self._facts[(fact.kind, fact.key)] for fact in facts]
         if self._framed:
             return frame_fact_array(identity_hash, run_event_id, previous_run_event_id,
                                     stamp, changed)

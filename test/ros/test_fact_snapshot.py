@@ -25,10 +25,11 @@ def test_this_rmw_takes_the_framed_snapshot():
 
 
 def test_framed_snapshot_deserializes_to_the_same_message():
-    msgs = [fact_to_msg(fact(i, VALUES[i % len(VALUES)])) for i in range(1, 23)]
+    facts = [fact(i, VALUES[i % len(VALUES)]) for i in range(1, 23)]
+    msgs = [fact_to_msg(f) for f in facts]
     snapshot = FactSnapshot()
-    snapshot.replace_all(msgs[:15])
-    snapshot.update(msgs[10:])  # 10..14 replaced in place, 15.. appended
+    snapshot.replace_all(facts[:15])
+    snapshot.update(facts[10:])  # 10..14 replaced in place, 15.. appended
     stamp = Time(sec=1_700_000_000, nanosec=999)
     framed = snapshot.message("ab" * 32, 77, 0, stamp)
     expected = SemanticFactArray(identity_hash="ab" * 32, run_event_id=77, facts=msgs)
@@ -46,10 +47,11 @@ def test_an_empty_snapshot_is_a_valid_message():
 
 
 def test_where_framing_differs_the_snapshot_is_a_message_object():
-    msgs = [fact_to_msg(fact(i, VALUES[i % len(VALUES)])) for i in range(1, 6)]
+    facts = [fact(i, VALUES[i % len(VALUES)]) for i in range(1, 6)]
+    msgs = [fact_to_msg(f) for f in facts]
     snapshot = FactSnapshot()
     snapshot._framed = False  # as on an RMW whose encoding the framing does not match
-    snapshot.replace_all(msgs)
+    snapshot.replace_all(facts)
     stamp = Time(sec=3, nanosec=4)
     message = snapshot.message("ef" * 32, 5, 4, stamp)
     expected = SemanticFactArray(identity_hash="ef" * 32, run_event_id=5,
@@ -59,14 +61,16 @@ def test_where_framing_differs_the_snapshot_is_a_message_object():
 
 
 def test_a_delta_is_framed_around_the_changed_facts_and_updates_the_snapshot():
-    msgs = [fact_to_msg(fact(i, VALUES[i % len(VALUES)])) for i in range(1, 12)]
+    facts = [fact(i, VALUES[i % len(VALUES)]) for i in range(1, 12)]
+    msgs = [fact_to_msg(f) for f in facts]
     stamp = Time(sec=1_700_000_001, nanosec=5)
     for framed in (True, False):
         snapshot = FactSnapshot()
         snapshot._framed = framed  # both encodings: framed bytes, and message objects
-        snapshot.replace_all(msgs[:8])
-        changed = [fact_to_msg(fact(i, VALUES[(i + 1) % len(VALUES)])) for i in (3, 9, 10)]
-        delta = snapshot.delta(changed, "ab" * 32, 78, 77, stamp)
+        snapshot.replace_all(facts[:8])
+        changed_facts = [fact(i, VALUES[(i + 1) % len(VALUES)]) for i in (3, 9, 10)]
+        changed = [fact_to_msg(f) for f in changed_facts]
+        delta = snapshot.delta(changed_facts, "ab" * 32, 78, 77, stamp)
         expected = SemanticFactArray(identity_hash="ab" * 32, run_event_id=78,
                                      previous_run_event_id=77, facts=changed)
         expected.header.stamp = stamp

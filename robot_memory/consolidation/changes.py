@@ -12,7 +12,7 @@ from robot_memory.canonical import plain_canonical_json
 from robot_memory.consolidation.rules import (RULE_VERSION, STATUS_CONTESTED,
                                               STATUS_INVALIDATED, RenderedFact)
 from robot_memory.event_kinds import KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED
-from robot_memory.store import FactRow, FactWrite, Partition
+from robot_memory.store import FactRow, FactWrite, Partition, fact_row_from_columns
 
 GroupId = tuple[str, str]  # (fact kind, group key)
 
@@ -95,10 +95,10 @@ def facts_written(partition: Partition, changes: list[FactChange]) -> list[FactR
             new_keys.add((change.kind, change.key))
             continue
         fact = change.new
-        rows[(change.kind, change.key)] = FactRow(
-            change.old.id, change.kind, change.key, None, change.value_json, fact.status,
+        rows[(change.kind, change.key)] = fact_row_from_columns((
+            change.old.id, change.kind, change.key, change.value_json, fact.status,
             fact.confidence, fact.n_observations, fact.rule_version,
-            fact.last_supporting_event_id, fact.last_updated_ns)
+            fact.last_supporting_event_id, fact.last_updated_ns))
     if new_keys:
         with partition.store.read() as conn:
             rows.update(((f.kind, f.key), f) for f in partition.facts_by_key(new_keys, conn))

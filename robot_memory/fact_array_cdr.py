@@ -128,10 +128,17 @@ def served_fields(value: dict) -> tuple[float | None, list[tuple[str, float]]]:
              for name, band in sorted(value.get("recommended_parameters", {}).items())])
 
 
-def _put_text(out: bytearray, text: str) -> None:
+def put_padding(out: bytearray, boundary: int) -> None:
+    """Zeros up to a multiple of `boundary` (a power of two), counted from the start of
+    `out`: the body of a message after its 4-byte encapsulation header, or an element
+    that starts aligned to `boundary`."""
+    out += _PAD[-len(out) & (boundary - 1)]
+
+
+def put_text(out: bytearray, text: str) -> None:
     """A CDR string: 4-aligned length (with its NUL), UTF-8 bytes, NUL."""
     encoded = text.encode()
-    out += _PAD[-len(out) & 3]
+    put_padding(out, 4)
     out += _put_u32(len(encoded) + 1)
     out += encoded
     out += b"\x00"
@@ -143,21 +150,21 @@ def fact_element(fact: FactRow) -> bytes:
     they do in the array. Padding bytes are zeros."""
     rate, parameters = served_fields(fact.peek_value())
     out = bytearray(_put_i64(fact.id))
-    _put_text(out, fact.kind)
-    _put_text(out, fact.key)
-    _put_text(out, fact.status)
-    out += _PAD[-len(out) & 7]
+    put_text(out, fact.kind)
+    put_text(out, fact.key)
+    put_text(out, fact.status)
+    put_padding(out, 8)
     out += _put_after_status(float(fact.confidence), int(fact.n_observations),
                              rate is not None, 0.0 if rate is None else rate,
                              len(parameters))
     for name, median in parameters:
-        _put_text(out, name)
-        out += _PAD[-len(out) & 7]
+        put_text(out, name)
+        put_padding(out, 8)
         out += _put_f64(median)
-    _put_text(out, fact.value_json)
-    out += _PAD[-len(out) & 7]
+    put_text(out, fact.value_json)
+    put_padding(out, 8)
     out += _put_i64(int(fact.last_supporting_event_id))
-    _put_text(out, fact.rule_version)
-    out += _PAD[-len(out) & 3]
+    put_text(out, fact.rule_version)
+    put_padding(out, 4)
     out += _put_stamp(*divmod(int(fact.last_updated_ns), 1_000_000_000))
     return bytes(out)

@@ -21,7 +21,7 @@ from functools import lru_cache
 from builtin_interfaces.msg import Time
 from rclpy.serialization import deserialize_message, serialize_message
 
-from robot_memory.fact_array_cdr import fact_element
+from robot_memory.fact_array_cdr import fact_element, put_padding, put_text
 from robot_memory.msg import SemanticFact, SemanticFactArray
 from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.store import FactRow
@@ -31,33 +31,19 @@ CDR_LE = b"\x00\x01\x00\x00"  # encapsulation: plain CDR, little-endian, no opti
 FactKey = tuple[str, str]
 
 
-def _align(buffer: bytearray, boundary: int) -> None:
-    """Pad to a multiple of `boundary`, counted from the start of the body (after the
-    4-byte encapsulation header), as CDR aligns."""
-    buffer.extend(b"\x00" * (-(len(buffer) - len(CDR_LE)) % boundary))
-
-
-def _put_string(buffer: bytearray, text: str) -> None:
-    encoded = text.encode("utf-8") + b"\x00"
-    _align(buffer, 4)
-    buffer.extend(struct.pack("<I", len(encoded)))
-    buffer.extend(encoded)
-
-
 def frame_fact_array(identity_hash: str, run_event_id: int, previous_run_event_id: int,
                      stamp: Time, elements: list[bytes]) -> bytes:
     """A serialized SemanticFactArray (header.frame_id empty) around fact elements."""
-    buffer = bytearray(CDR_LE)
-    buffer.extend(struct.pack("<iI", stamp.sec, stamp.nanosec))
-    _put_string(buffer, "")  # header.frame_id
-    _put_string(buffer, identity_hash)
-    _align(buffer, 8)
-    buffer.extend(struct.pack("<qqI", run_event_id, previous_run_event_id, len(elements)))
+    body = bytearray(struct.pack("<iI", stamp.sec, stamp.nanosec))
+    put_text(body, "")  # header.frame_id
+    put_text(body, identity_hash)
+    put_padding(body, 8)
+    body += struct.pack("<qqI", run_event_id, previous_run_event_id, len(elements))
     for element in elements:
-        _align(buffer, 8)
-        buffer.extend(element)
-    _align(buffer, 4)
-    return bytes(buffer)
+        put_padding(body, 8)
+        body += element
+    put_padding(body, 4)
+    return CDR_LE + body  # bytes: the left operand's type
 
 
 def _sample_facts() -> list[FactRow]:

@@ -6,12 +6,14 @@
         params_file:=/etc/robot/robot_memory_params.yaml
 
 `params_file` sets any other parameter (docs/parameters.md) with a ROS 2 parameters
-file; the launch arguments win over it.
+file. The launch arguments (manifest_path, certified_hash, certified_hash_file,
+database_url, use_sim_time) win over it, in every section it has: each value of the file
+they replace is logged at start. What is passed in what order is
+robot_memory/launch_parameters.py (ROS-free, tested without launch_ros).
 
 Node names and parameter defaults come from robot_memory/parameters.yaml, the same
 table `robot-memory bringup` reads, so both start the same nodes with the same parameters.
-`one_process:=true` starts the four nodes in one process (robot_memory_all) instead,
-configured by one parameter file with a `/**/<node>` section per node.
+`one_process:=true` starts the four nodes in one process (robot_memory_all) instead.
 """
 
 import os
@@ -19,22 +21,18 @@ import tempfile
 
 import yaml
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
-from launch.event_handlers import OnProcessStart, OnShutdown
-from launch.conditions import IfCondition, UnlessCondition
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnShutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterFile, ParameterValue
 
+from robot_memory.launch_parameters import (ARGUMENTS, argument_values, load_params_file,
+                                            overruled, parameter_sources)
 from robot_memory.parameters import (SPEC_PATH, node_defaults, node_names, node_parameters,
                                      resolve_database_url)
 
 # The default params_file: sets nothing (an empty path is not a parameters file).
 NO_PARAMETERS = SPEC_PATH.parent / "config" / "no_parameters.yaml"
-
-# Launch arguments that set the node parameter of the same name (as strings, so a hash
-# made only of digits is never read as a number).
-STRING_ARGUMENTS = ("manifest_path", "certified_hash", "certified_hash_file", "database_url")
 
 
 def generate_launch_description():
@@ -51,7 +49,7 @@ def generate_launch_description():
     arguments += [
         DeclareLaunchArgument("use_sim_time", default_value="false",
                               description="Use /clock (Gazebo or a bag) instead of the wall "
-                                          "clock."),
+                                          "clock.", choices=["true", "false"]),
         DeclareLaunchArgument("namespace", default_value="",
                               description="Namespace for all four nodes and their topics."),
         DeclareLaunchArgument("log_level", default_value="info", description="Node log level."),
@@ -62,77 +60,54 @@ def generate_launch_description():
                               description="Run the four nodes in one process "
                                           "(robot_memory_all)."),
     ]
-    four_processes = UnlessCondition(LaunchConfiguration("one_process"))
-    nodes = []
-    for name in node_names():
-        parameters = {key: value for key, value in node_defaults(name).items() if value != []}
-        for key in STRING_ARGUMENTS:
-            if key in parameters:
-                parameters[key] = ParameterValue(LaunchConfiguration(key), value_type=str)
-        parameters["use_sim_time"] = ParameterValue(LaunchConfiguration("use_sim_time"),
-                                                    value_type=bool)
-        # Order: table defaults, then params_file, then the launch arguments.
-        from_arguments = {key: parameters.pop(key) for key in (*STRING_ARGUMENTS, "use_sim_time")
-                          if key in parameters}
-        nodes.append(Node(package="robot_memory", executable=name, name=name,
-                          namespace=LaunchConfiguration("namespace"),
-                          parameters=[parameters, LaunchConfiguration("params_file"),
-                                      from_arguments],
-                          arguments=["--ros-args", "--log-level",
-                                     LaunchConfiguration("log_level")],
-                          output="screen", condition=four_processes))
-    # The one-process node is made only when asked for: its parameter file is written then.
-    nodes.append(OpaqueFunction(function=one_process_node))
-    return LaunchDescription(arguments + nodes)
+    # The nodes are made when the arguments are known: the arguments file repeats them
+    # under every section of the params_file, which is read then.
+    return LaunchDescription(arguments + [OpaqueFunction(function=memory_nodes)])
 
 
-def one_process_node(context) -> list:
-    if not IfCondition(LaunchConfiguration("one_process")).evaluate(context):
-        return []
-    template = one_process_params_template()
-    # No `name`: it would rename all four nodes of the process to one name.
-    node = Node(package="robot_memory", executable="robot_memory_all",
-                namespace=LaunchConfiguration("namespace"),
-                # params_file goes last here: one file of /**/<node> sections carries
-                # the table defaults and the launch arguments together.
-                parameters=[ParameterFile(template, allow_substs=True),
-                            LaunchConfiguration("params_file")],
-                arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
-                output="screen")
-    # Launch reads the template once, as the process first starts, into a file of its own
-    # (which it removes itself): ours goes then, or at shutdown if the process never
-    # started, so no launch leaves a file behind.
-    return [RegisterEventHandler(OnProcessStart(
-                target_action=node, on_start=lambda *_: remove_template(template))),
-            RegisterEventHandler(OnShutdown(on_shutdown=lambda *_: remove_template(template))),
-            node]
+def memory_nodes(context) -> list:
+    def value(name: str) -> str:
+        return LaunchConfiguration(name).perform(context)
+
+    typed = {name: value(name) for name in ARGUMENTS}
+    params_file = value("params_file")
+    one_process = value("one_process").strip().lower() == "true"
+    written: list[str] = []
+    actions: list = [LogInfo(msg=f"robot_memory: {item.describe()}") for item in
+                     overruled(load_params_file(params_file), argument_values(typed))]
+    common = dict(namespace=value("namespace"), output="screen",
+                  arguments=["--ros-args", "--log-level", value("log_level")])
+    if one_process:
+        sources = parameter_sources(None, params_file, typed)
+        # No `name`: it would rename all four nodes of the process to one name.
+        actions.append(Node(package="robot_memory", executable="robot_memory_all",
+                            parameters=[write_file(sources.defaults, written),
+                                        sources.params_file,
+                                        write_file(sources.arguments, written)], **common))
+    else:
+        for name in node_names():
+            sources = parameter_sources(name, params_file, typed)
+            actions.append(Node(package="robot_memory", executable=name, name=name,
+                                parameters=[sources.defaults, sources.params_file,
+                                            write_file(sources.arguments, written)],
+                                **common))
+    # The files stay while a node may respawn, and go when the launch shuts down.
+    actions.append(RegisterEventHandler(OnShutdown(
+        on_shutdown=lambda *_: remove_files(written))))
+    return actions
 
 
-def remove_template(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:  # already removed (a respawn starts the process again)
-        pass
-
-
-def one_process_params_template() -> str:
-    """A parameter file with a `/**/<node>` section per node, the launch arguments left as
-    $(var ...) substitutions (launch fills them in when the process starts)."""
-    document = {}
-    for name in node_names():
-        values = {key: value for key, value in node_defaults(name).items() if value != []}
-        for key in STRING_ARGUMENTS:
-            if key in values:
-                values[key] = f"@string:{key}@"
-        values["use_sim_time"] = "@use_sim_time@"
-        document[f"/**/{name}"] = {"ros__parameters": values}
-    text = yaml.safe_dump(document)
-    for key in STRING_ARGUMENTS:  # quoted: a hash made only of digits stays a string
-        text = text.replace(f"'@string:{key}@'", f"'$(var {key})'") \
-            .replace(f"@string:{key}@", f"'$(var {key})'")
-    text = text.replace("'@use_sim_time@'", "$(var use_sim_time)") \
-        .replace("@use_sim_time@", "$(var use_sim_time)")
+def write_file(document: dict, written: list[str]) -> str:
     with tempfile.NamedTemporaryFile("w", prefix="robot_memory_params_", suffix=".yaml",
                                      delete=False) as handle:
-        handle.write(text)
+        yaml.safe_dump(document, handle)
+    written.append(handle.name)
     return handle.name
+
+
+def remove_files(paths: list[str]) -> None:
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass

@@ -48,9 +48,15 @@ def clock_bridge(installed: bool) -> list:
 
 
 def generate_launch_description():
-    stack = IncludeLaunchDescription(PythonLaunchDescriptionSource(STACK_LAUNCH),
-                                     launch_arguments={"use_sim_time": "true"}.items())
+    # Declared here too, so `--show-args` gives this file's default (true), not the
+    # included file's (false).
+    stack = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(STACK_LAUNCH),
+        launch_arguments={"use_sim_time": LaunchConfiguration("use_sim_time")}.items())
     return LaunchDescription([
+        DeclareLaunchArgument("use_sim_time", default_value="true",
+                              choices=["true", "false"],
+                              description="Use Gazebo's /clock (the point of this file)."),
         DeclareLaunchArgument("bridge_clock", default_value="true",
                               description="Bridge Gazebo's /clock with ros_gz_bridge "
                                           "(when it is installed)."),

@@ -44,54 +44,63 @@ def context_with(launch, description, **arguments):
     return context
 
 
+def made_by(launch, description, context) -> list:
+    """What the launch file's OpaqueFunction makes once the arguments are known."""
+    return [entity for action in description.entities
+            if isinstance(action, launch.actions.OpaqueFunction)
+            for entity in action.execute(context) or []]
+
+
 @pytest.mark.parametrize("one_process", ["false", "true"])
 def test_launch_file_starts_four_processes_or_one(one_process):
     launch, node_action, _ = ros_launch()
     _, description = load_description(launch)
     context = context_with(launch, description, one_process=one_process)
-    started = []
-    for action in description.entities:
-        # The one-process node comes from an OpaqueFunction, made only when asked for.
-        made = (action.execute(context) or [] if isinstance(action, launch.actions.OpaqueFunction)
-                else [action])
-        started += [entity.node_executable for entity in made if isinstance(entity, node_action)
-                    and (entity.condition is None or entity.condition.evaluate(context))]
+    started = [entity.node_executable for entity in made_by(launch, description, context)
+               if isinstance(entity, node_action)]
     expected = ["robot_memory_all"] if one_process == "true" else node_names()
     assert sorted(started) == sorted(expected)
 
 
-def test_one_process_parameter_file_has_a_section_per_node():
-    launch, _, parameter_file = ros_launch()
-    module, description = load_description(launch)
-    context = context_with(launch, description, certified_hash="0123456789",
-                           database_url="sqlite:////tmp/m.db", use_sim_time="true")
-    template = parameter_file(module.one_process_params_template(), allow_substs=True)
-    document = yaml.safe_load(Path(template.evaluate(context)).read_text())  # while it lives
-    assert sorted(document) == sorted(f"/**/{name}" for name in node_names())
-    verifier = document["/**/manifest_verifier"]["ros__parameters"]
-    assert verifier["certified_hash"] == "0123456789"  # digits stay a string
-    for section in document.values():
-        assert section["ros__parameters"]["use_sim_time"] is True
-        assert section["ros__parameters"]["database_url"] == "sqlite:////tmp/m.db"
-
-
-def test_a_one_process_launch_leaves_no_parameter_file_behind(tmp_path, monkeypatch):
-    """The template the one-process node's parameters come from is removed as its process
-    starts (launch has read it by then) or, at the latest, when the launch shuts down."""
+@pytest.mark.parametrize("one_process", ["false", "true"])
+def test_the_files_the_launch_writes_hold_the_arguments_over_every_section(
+        one_process, tmp_path, monkeypatch):
+    """The launch file writes launch_parameters.parameter_sources' documents (what those
+    sources do in rcl: test/ros/test_launch_parameter_order.py)."""
     import tempfile
     launch, node_action, _ = ros_launch()
-    from launch.event_handlers import OnProcessStart, OnShutdown
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the template goes
+    _, description = load_description(launch)
+    params_file = tmp_path / "params.yaml"
+    params_file.write_text("/**:\n  ros__parameters:\n    use_sim_time: true\n")
+    written = tmp_path / "written"
+    written.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(written))
+    context = context_with(launch, description, certified_hash="0123456789",
+                           database_url="sqlite:////tmp/m.db", use_sim_time="false",
+                           params_file=str(params_file), one_process=one_process)
+    made_by(launch, description, context)
+    documents = [yaml.safe_load(path.read_text()) for path in written.iterdir()]
+    arguments = [d for d in documents if list(d) == ["/**"]]
+    assert len(arguments) == (1 if one_process == "true" else 4)
+    for document in arguments:
+        values = document["/**"]["ros__parameters"]
+        assert values["use_sim_time"] is False and values["database_url"] == "sqlite:////tmp/m.db"
+    assert any(d["/**"]["ros__parameters"].get("certified_hash") == "0123456789"
+               for d in arguments)  # digits stay a string
+
+
+def test_a_launch_leaves_no_parameter_file_behind(tmp_path, monkeypatch):
+    """The files the launch writes are removed when it shuts down."""
+    import tempfile
+    launch, node_action, _ = ros_launch()
+    from launch.event_handlers import OnShutdown
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the files go
     _, description = load_description(launch)
     context = context_with(launch, description, one_process="true")
-    [opaque] = [a for a in description.entities
-                if isinstance(a, launch.actions.OpaqueFunction)]
-    made = opaque.execute(context)
-    [template] = list(tmp_path.iterdir())
-    [node] = [entity for entity in made if isinstance(entity, node_action)]
+    made = made_by(launch, description, context)
+    assert list(tmp_path.iterdir())
     handlers = [entity.event_handler for entity in made
                 if isinstance(entity, launch.actions.RegisterEventHandler)]
-    assert any(isinstance(h, OnProcessStart) for h in handlers)
     [on_shutdown] = [h for h in handlers if isinstance(h, OnShutdown)]
     on_shutdown.handle(launch.events.Shutdown(), context)
-    assert not template.exists() and list(tmp_path.iterdir()) == []
+    assert list(tmp_path.iterdir()) == []

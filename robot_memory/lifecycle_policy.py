@@ -101,3 +101,19 @@ class BringUpPolicy:
                 return True
         self._expected[name] = pending
         return False
+
+
+class SplitStack(Exception):
+    """Raised when a memory node opened another store than the one the verifier checked:
+    configured, it would write or serve a store the rest of the stack does not use."""
+
+
+def split_stack_problem(verified_store_id: str, own_store_id: str, own_url: str) -> str:
+    """Why a node must not configure on its store (empty: it may). An empty verified id
+    comes from an older verifier, which did not say."""
+    if not verified_store_id or verified_store_id == own_store_id:
+        return ""
+    return (f"database_url: this node opened {own_url} (store {own_store_id}), but "
+            f"manifest_verifier verified store {verified_store_id}; the stack would be "
+            "split across two stores. Give every node the same database_url (the launch "
+            "argument, or one section for all nodes in the parameters file)")

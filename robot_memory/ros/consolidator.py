@@ -102,6 +102,7 @@ class Consolidator(ManagedMemoryNode):
         and the facts snapshot, read from it."""
         self.partition = MemoryStore(self.params["database_url"],
                                      keep_open=True).partition(identity_hash)
+        self.require_verified_store(self.partition.store)
         self._load_snapshot()
 
     def start(self, identity_hash: str) -> None:

@@ -93,6 +93,7 @@ class EpisodicLogger(ManagedMemoryNode):
         """On configure: the store, and the Ingest whose writer thread appends to it."""
         self.store = MemoryStore(self.params["database_url"])
         store = self.store
+        self.require_verified_store(store)
         self.ingest = Ingest(
             store.partition(identity_hash), max_pending=self.params["max_pending"],
             flush_period_s=self.params["flush_period_s"], guard=self.guard,

@@ -115,6 +115,7 @@ class GroundingServer(ManagedMemoryNode):
         """The store, the consultation audit writer, the fleet priors and the index."""
         partition = MemoryStore(self.params["database_url"]).partition(identity_hash)
         self.partition = partition
+        self.require_verified_store(partition.store)
         self.audit = AuditWriter(partition, self.params["audit_queue_size"],
                                  self.params["audit_flush_period_s"])
         self.priors = self._load_priors(identity_hash)

@@ -30,6 +30,7 @@ class IdentityGate:
         self._on_revoked = on_revoked
         self.identity_hash: str | None = None
         self.manifest_path = ""  # the verified manifest's file, as the verifier read it
+        self.store_id = ""  # the store the verifier checked ("" from an older verifier)
         self.state_name = "UNVERIFIED"  # the verifier's latest word (memory_integrity_status)
         self.reason = "waiting for manifest_verifier on identity_status"
         node.create_subscription(IdentityStatus, "identity_status", self._on_identity_status,
@@ -50,6 +51,7 @@ class IdentityGate:
                 return
             self.identity_hash = msg.computed_hash
             self.manifest_path = msg.manifest_path
+            self.store_id = msg.store_id
             self.reason = (f"identity {msg.computed_hash} verified; waiting for "
                            "manifest_verifier to activate this node")
             self._on_verified(msg.computed_hash)

@@ -30,6 +30,7 @@ from rclpy.service import Service
 from rclpy.subscription import Subscription
 from rclpy.timer import Timer
 
+from robot_memory.lifecycle_policy import SplitStack, split_stack_problem
 from robot_memory.ros.identity_gate import IdentityGate
 from robot_memory.ros.spin import stop_process
 
@@ -101,6 +102,14 @@ class ManagedMemoryNode(LifecycleNode):
 
     def release(self) -> None:
         """On cleanup, shutdown and error: give back what acquire() took (idempotent)."""
+
+    def require_verified_store(self, store) -> None:
+        """Called by acquire() with the store it opened: raises SplitStack unless it is
+        the store the verifier checked (a parameters file can give one node another
+        database_url)."""
+        problem = split_stack_problem(self.gate.store_id, store.store_id, store.url)
+        if problem:
+            raise SplitStack(problem)
 
     def start(self, identity_hash: str) -> None:
         """On activate, once the managed entities are on."""

@@ -133,7 +133,7 @@ class ManifestVerifier(Node):
             status.reason = (f"manifest {self.params['manifest_path']} hashes to "
                              f"{status.computed_hash}, certified hash is {status.certified_hash}")
             return status
-        problem = self._check_store(status.computed_hash)
+        problem = self._check_store(status.computed_hash, status)
         if problem:
             status.state, status.reason = IdentityStatus.STORE_CORRUPTED, problem
             return status
@@ -141,8 +141,9 @@ class ManifestVerifier(Node):
         status.reason = f"manifest hash matches the certified hash {status.certified_hash}"
         return status
 
-    def _check_store(self, identity_hash: str) -> str:
-        """Empty when the store opens and passes the boot check, else why not."""
+    def _check_store(self, identity_hash: str, status: IdentityStatus) -> str:
+        """Empty when the store opens and passes the boot check, else why not; the
+        store's id goes into `status`."""
         if self.params["verify_store_on_boot"]:
             verdict = check_store(self.params["database_url"], identity_hash, record=True,
                                   sample=self.params["boot_sample_events"])
@@ -155,6 +156,7 @@ class ManifestVerifier(Node):
             store = MemoryStore(self.params["database_url"])
         except Exception as exc:  # any driver error means we must not serve
             return f"cannot open store {self.params['database_url']}: {exc}"
+        status.store_id = store.store_id
         try:
             store.partition(identity_hash).append(
                 IDENTITY_VERIFICATION, {"state": "VERIFIED",

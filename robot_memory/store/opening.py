@@ -5,7 +5,7 @@ schema version is migrated to the current one as it is opened (store/migration.p
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, insert, inspect, select, text
+from sqlalchemy import Connection, insert, inspect, make_url, select, text
 
 from robot_memory.store.engine import create_store_engine
 from robot_memory.store.guards import guards_installed, install_append_only_guards
@@ -13,8 +13,12 @@ from robot_memory.store.migration import MIGRATABLE_VERSIONS, migrate_store
 from robot_memory.store.partition import Partition
 from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, chain_heads, metadata,
                                        store_info)
-from robot_memory.store.version import (SCHEMA_LOCK_KEY, StoreError, record_rollup_shape,
-                                        rollup_shape_of)
+from robot_memory.store.version import (SCHEMA_LOCK_KEY, StoreError, give_store_id,
+                                        record_rollup_shape, rollup_shape_of, store_id_of)
+
+
+def _without_password(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
 
 
 def _all_tables_exist(conn: Connection) -> bool:
@@ -68,10 +72,14 @@ class MemoryStore:
                                  f"this robot_memory reads version {SCHEMA_VERSION}"
                                  + (" (run `robot-memory migrate`)"
                                     if int(version) in MIGRATABLE_VERSIONS else ""))
+            give_store_id(conn)
         if version is not None and int(version) != SCHEMA_VERSION:
             self.migration = migrate_store(self)
         with self.read() as conn:
             self.rollup = rollup_shape_of(conn)
+            # Which store this is, whatever URL reached it: nodes that must share one
+            # compare it (an older store whose owner has not opened it yet: its URL).
+            self.store_id = store_id_of(conn) or f"url:{_without_password(url)}"
         if keep_open and self.engine.dialect.name == "sqlite":
             # Idle: it holds no transaction, so it blocks no checkpoint and no writer.
             self._held = self.engine.connect()

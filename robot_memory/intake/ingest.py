@@ -39,7 +39,7 @@ from robot_memory.intake.receipt import DEFAULT_MAX_CLOCK_AHEAD_S
 from robot_memory.store import NewEvent, Partition, StoredEvent
 
 # Causes of loss: valid results that did not reach the log (rejections by rule are not).
-LOSS_CAUSES = ("backlog_full", "dds_lost", "store_error")
+LOSS_CAUSES = ("backlog_full", "dds_lost", "store_error", "unread_at_stop")
 
 Log = Callable[[str, str], None]  # (level "warning" | "error" | "info", text)
 

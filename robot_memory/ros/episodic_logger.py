@@ -71,6 +71,7 @@ class EpisodicLogger(ManagedMemoryNode):
         # intake thread before its first take (None until then).
         self._redelivery: Redelivery | None = None
         self._redelivered = 0  # samples skipped as already stored, over all activations
+        self._taken_in_round = 0  # results taken since the drain at stop last looked
         # Rejections are counted one by one, but logged at most once a second per topic
         # and reason: a flood of bad results must not cost a log line each.
         self._log_throttle = LogThrottle()
@@ -131,12 +132,53 @@ class EpisodicLogger(ManagedMemoryNode):
         intake, self._intake = self._intake, None
         if intake is not None:
             intake.stop()  # returns once the round in progress has queued what it took
+            self._drain_readers(self.params["drain_on_stop_s"])
         self._result_subscriptions.clear()
         self._lost_events.clear()
         self._redelivery = None  # read again from the log at the next activation
         if self.ingest is not None and not self.ingest.flush():
             self.get_logger().error(f"{self.ingest.pending} accepted results not yet "
                                     "written at deactivation; they are written at cleanup")
+
+    def _drain_readers(self, within_s: float) -> None:
+        """Take what has reached the readers (published, even acknowledged by DDS, but not
+        taken yet: up to intake_period_s of results) until a round finds nothing or
+        `within_s` runs out; what is still unread then is taken, counted
+        (unread_at_stop) and logged, not stored. Results still on their way are not
+        known here (durable_results lets a restarted logger get them)."""
+        ingest = self.ingest
+        if ingest is None:
+            return
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            self._taken_in_round = 0
+            try:
+                full = self.take_arrived()
+            except Exception as exc:  # the store failed: what is unread is counted below
+                self.get_logger().error(f"draining the readers at stop failed: {exc!r}")
+                break
+            if full:
+                ingest.wait_until_pending_at_most(HOLD_AT_MOST // 2,
+                                                  max(0.0, deadline - time.monotonic()))
+            elif self._taken_in_round == 0:
+                return
+        unread = self._discard_unread()
+        if unread:
+            ingest.count("unread_at_stop", unread)
+            self.get_logger().error(
+                f"{unread} results still unread in the readers when the logger stopped "
+                f"were not stored (drain_on_stop_s {within_s:g} s ran out; "
+                "reason unread_at_stop)")
+
+    def _discard_unread(self, at_most: int = 1_000_000) -> int:
+        """Take and count what the readers still hold (a reader's history is bounded)."""
+        count = 0
+        for subscription in list(self._result_subscriptions.values()):
+            with subscription.handle:
+                take, msg_type = subscription.handle.take_message, subscription.msg_type
+                while count < at_most and take(msg_type, True) is not None:
+                    count += 1
+        return count
 
     def release(self) -> None:
         """On cleanup: the writer appends what is queued and ends, then the store closes
@@ -202,6 +244,7 @@ class EpisodicLogger(ManagedMemoryNode):
                         if taken is None:
                             break
                         taken_any = True
+                        self._taken_in_round += 1
                         data, info = taken
                         sample = sample_of(info) if durable else None
                         if sample is not None and not redelivery.is_new(sample):

@@ -12,6 +12,7 @@ the verifier's single thread never blocks.
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from lifecycle_msgs.msg import Transition, TransitionEvent
 from lifecycle_msgs.srv import ChangeState, GetState
@@ -35,8 +36,12 @@ TRANSITION_EVENT_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIAB
 
 
 class LifecycleManager:
-    def __init__(self, node: Node, node_names: list[str], period_s: float = 0.5):
+    def __init__(self, node: Node, node_names: list[str], period_s: float = 0.5,
+                 hold_all: Callable[[], str] = lambda: ""):
+        """hold_all(): why no node may be brought up now (empty: they may)."""
         self._node = node
+        self._hold_all = hold_all
+        self.held_all = ""  # the reason every node is held, while it is
         self.policy = BringUpPolicy(node_names)
         self._get = {name: node.create_client(GetState, f"{name}/get_state")
                      for name in node_names}
@@ -103,19 +108,32 @@ class LifecycleManager:
         self._logged_holds = dict(holds)
 
     def _tick(self) -> None:
+        held = self._hold_all()
+        if held != self.held_all:
+            self.held_all = held
+            if held:
+                self._node.get_logger().warning(f"holding the memory nodes: {held}")
+            else:
+                self._node.get_logger().info("bringing the memory nodes up")
+        if held:
+            return
         now = time.monotonic()
         all_active = all(state == "active" for state in self.states.values())
         if all_active and not self._busy and now - self._asked_at < WATCH_PERIOD_S:
             return
         self._asked_at = now
-        for name, client in self._get.items():
-            started = self._busy.get(name)
-            if (started is not None and now - started < CALL_TIMEOUT_S) \
-                    or not client.service_is_ready():
-                continue
-            self._busy[name] = now
-            future = client.call_async(GetState.Request())
-            future.add_done_callback(lambda f, n=name: self._on_state(n, f))
+        for name in self._get:
+            self._ask(name, now)
+
+    def _ask(self, name: str, now: float) -> None:
+        started = self._busy.get(name)
+        client = self._get[name]
+        if (started is not None and now - started < CALL_TIMEOUT_S) \
+                or not client.service_is_ready():
+            return
+        self._busy[name] = now
+        future = client.call_async(GetState.Request())
+        future.add_done_callback(lambda f, n=name: self._on_state(n, f))
 
     def _on_state(self, name: str, future) -> None:
         response = future.result()
@@ -134,4 +152,12 @@ class LifecycleManager:
         self.policy.requesting(name, transition, time.monotonic())
         request = ChangeState.Request(transition=Transition(id=TRANSITION_IDS[transition]))
         done = self._change[name].call_async(request)
-        done.add_done_callback(lambda f, n=name: self._busy.pop(n, None))
+        done.add_done_callback(lambda f, n=name: self._on_changed(n, f))
+
+    def _on_changed(self, name: str, future) -> None:
+        """A transition that went through is followed by the next one at once (configure,
+        then activate), not a tick later."""
+        self._busy.pop(name, None)
+        response = future.result()
+        if response is not None and response.success and not self.stopped:
+            self._ask(name, time.monotonic())

@@ -32,6 +32,7 @@ from rclpy.timer import Timer
 
 from robot_memory.lifecycle_policy import SplitStack, split_stack_problem
 from robot_memory.ros.identity_gate import IdentityGate
+from robot_memory.ros.sim_clock import waiting_for_clock
 from robot_memory.ros.spin import stop_process
 
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
@@ -124,7 +125,8 @@ class ManagedMemoryNode(LifecycleNode):
 
     @property
     def inactive_reason(self) -> str:
-        return self.gate.reason or "waiting for manifest_verifier to activate this node"
+        return self.gate.reason or waiting_for_clock(self) or \
+            "waiting for manifest_verifier to activate this node"
 
     # -- the identity gate ----------------------------------------------------------------
     def _on_verified(self, identity_hash: str) -> None:
@@ -158,6 +160,10 @@ class ManagedMemoryNode(LifecycleNode):
         identity_hash = self.gate.identity_hash
         if identity_hash is None:
             self.get_logger().error(f"refusing to activate: {self.gate.reason}")
+            return FAILURE
+        clock_wait = waiting_for_clock(self)  # the verifier's clock came first: not ours
+        if clock_wait:
+            self.get_logger().warning(f"refusing to activate: {clock_wait}")
             return FAILURE
         activated = super().on_activate(state)  # publishers, timers, the serving flag
         if activated != SUCCESS:

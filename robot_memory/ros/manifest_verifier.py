@@ -27,6 +27,7 @@ from robot_memory.ros.lifecycle_manager import LifecycleManager
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.qos import IDENTITY_STATUS_QOS
+from robot_memory.ros.sim_clock import waiting_for_clock
 from robot_memory.store import MemoryStore, check_store
 
 
@@ -48,7 +49,8 @@ class ManifestVerifier(Node):
         if self.status.state == IdentityStatus.VERIFIED:
             self.checkpoints.start(self.status.computed_hash)
         if self.status.state == IdentityStatus.VERIFIED and self.params["managed_nodes"]:
-            self.lifecycle = LifecycleManager(self, list(self.params["managed_nodes"]))
+            self.lifecycle = LifecycleManager(self, list(self.params["managed_nodes"]),
+                                              hold_all=lambda: waiting_for_clock(self))
         self.full_check_done = False
         if self.status.state == IdentityStatus.VERIFIED and self.params["full_check_after_boot"]:
             self._start_full_check()
@@ -74,6 +76,9 @@ class ManifestVerifier(Node):
         level = OK if self.status.state == IdentityStatus.VERIFIED else ERROR
         if level == OK and self.checkpoints.witness.warning:
             level, message = WARN, f"{message}; {self.checkpoints.witness.warning}"
+        if self.lifecycle is not None and self.lifecycle.held_all and level in (OK, WARN):
+            level = WARN
+            message += f"; memory nodes held: {self.lifecycle.held_all}"
         if holds and level in (OK, WARN):
             level = WARN
             message += "; held by an operator: " + ", ".join(

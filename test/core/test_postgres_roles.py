@@ -77,7 +77,7 @@ def run_as(url, statement):
 def test_every_identity_table_gets_row_level_security():
     names = {t.name for t in identity_tables()}
     assert {"events", "chain_heads", "semantic_facts", "consolidation_state",
-            "verified_checkpoints"} <= names
+            "verified_checkpoints", "request_ids"} <= names
     policies = "\n".join(security_statements())
     for name in names:
         assert f"CREATE POLICY robot_memory_own_rows ON {name} TO robot_memory_runtime" \
@@ -130,6 +130,9 @@ FORBIDDEN = [
     f"event_hash) VALUES ('{B}', 999, 'k', 0, '{{}}', '{'0' * 64}', '{'1' * 64}')",
     f"INSERT INTO chain_heads VALUES ('{B}', 0, '{'0' * 64}')",
     f"UPDATE semantic_facts SET identity_hash = '{B}'",
+    # An acknowledged request's answer is never rewritten, nor recorded for robot B.
+    "UPDATE request_ids SET event_id = 0",
+    f"INSERT INTO request_ids VALUES ('{B}', 'retry-1', 1, 1, '\\x00')",
     f"INSERT INTO semantic_facts (identity_hash, fact_kind, fact_key, fact_value_json, status, "
     f"confidence, n_observations, rule_version, last_supporting_event_id, last_updated_ns) "
     f"VALUES ('{B}', 'k', 'x', '{{}}', 'active', 1, 1, 'v', 1, 1)",

@@ -16,6 +16,8 @@ from sqlalchemy.exc import DBAPIError
 
 from robot_memory.consolidation.consolidation_pass import consolidation_pass
 from robot_memory.grounding import GroundingIndex, GroundingRequest
+from robot_memory.intake.ingest import Ingest
+from robot_memory.intake.requests import Replayed
 from robot_memory.store import MemoryStore, check_store
 from robot_memory.store.roles import (DERIVED_PRIVILEGES, RUNTIME_PRIVILEGES, identity_tables,
                                       security_statements)
@@ -107,6 +109,19 @@ def test_the_core_paths_work_under_the_runtime_role(fleet):
     verdict = check_store(fleet.url(fleet.robot_a), A, record=True)
     assert verdict.ok, verdict.lines
     assert check_store(fleet.url(fleet.robot_a), full=True).ok
+
+
+def test_acknowledged_requests_work_under_the_runtime_role_and_stay_private(fleet):
+    store = MemoryStore(fleet.url(fleet.robot_a))
+    ingest = Ingest(store.partition(A), flush_period_s=0.01)
+    result = {"stamp_ns": 1, "skill_id": "navigation.dock", "success": True}
+    first, retry = (ingest.record_event(ingest.take_request(
+        dict, dict(result), "record_event", 2, "dock/attempt-1")).result(10) for _ in range(2))
+    ingest.close()
+    store.close()
+    assert retry == Replayed(first.id, first.seq)
+    assert run_as(fleet.url(fleet.robot_a), "SELECT count(*) FROM request_ids") == [(1,)]
+    assert run_as(fleet.url(fleet.robot_b), "SELECT count(*) FROM request_ids") == [(0,)]
 
 
 FORBIDDEN = [

@@ -320,13 +320,15 @@ class Ingest:
         try:
             if self._conn is None:
                 self._conn = self.partition.store.write_connection()
+            # Read once: a request queued meanwhile is behind this batch.
+            requests = self._requests_waiting > 0
             with self._conn.begin():
                 appended = batch
-                if self._requests_waiting:  # else no lookup: the topic path pays nothing
+                if requests:  # else no lookup: the topic path pays nothing
                     appended, answered = self._answer_retries(batch)
                 stored = self.partition.append_fields_in(self._conn,
                                                          [item.event for item in appended])
-                if self._requests_waiting:
+                if requests:
                     self._record_requests(batch, appended, stored, answered)
         except Exception as exc:  # the driver's errors vary; none may lose a queued result
             self._close_connection()  # a broken connection is not reused

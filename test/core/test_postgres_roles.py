@@ -111,19 +111,6 @@ def test_the_core_paths_work_under_the_runtime_role(fleet):
     assert check_store(fleet.url(fleet.robot_a), full=True).ok
 
 
-def test_acknowledged_requests_work_under_the_runtime_role_and_stay_private(fleet):
-    store = MemoryStore(fleet.url(fleet.robot_a))
-    ingest = Ingest(store.partition(A), flush_period_s=0.01)
-    result = {"stamp_ns": 1, "skill_id": "navigation.dock", "success": True}
-    first, retry = (ingest.record_event(ingest.take_request(
-        dict, dict(result), "record_event", 2, "dock/attempt-1")).result(10) for _ in range(2))
-    ingest.close()
-    store.close()
-    assert retry == Replayed(first.id, first.seq)
-    assert run_as(fleet.url(fleet.robot_a), "SELECT count(*) FROM request_ids") == [(1,)]
-    assert run_as(fleet.url(fleet.robot_b), "SELECT count(*) FROM request_ids") == [(0,)]
-
-
 FORBIDDEN = [
     "UPDATE events SET payload_json = '{}'",
     "DELETE FROM events",
@@ -201,3 +188,17 @@ def test_the_analytics_role_reads_across_robots_and_writes_nothing(fleet):
         with pytest.raises(DBAPIError) as info:
             run_as(url, statement)
         assert info.value.orig.sqlstate == PERMISSION_DENIED
+
+
+def test_acknowledged_requests_work_under_the_runtime_role_and_stay_private(fleet):
+    """Last in this file: it appends to robot A's chain, which the tests above count."""
+    store = MemoryStore(fleet.url(fleet.robot_a))
+    ingest = Ingest(store.partition(A), flush_period_s=0.01)
+    result = {"stamp_ns": 1, "skill_id": "navigation.dock", "success": True}
+    first, retry = (ingest.record_event(ingest.take_request(
+        dict, dict(result), "record_event", 2, "dock/attempt-1")).result(10) for _ in range(2))
+    ingest.close()
+    store.close()
+    assert retry == Replayed(first.id, first.seq)
+    assert run_as(fleet.url(fleet.robot_a), "SELECT count(*) FROM request_ids") == [(1,)]
+    assert run_as(fleet.url(fleet.robot_b), "SELECT count(*) FROM request_ids") == [(0,)]

@@ -3,6 +3,15 @@
 The service callback only enqueues; a background thread appends the records in
 batches. The queue is bounded: an overflow is counted (and reported by the node),
 never silent. `close()` writes whatever is still queued.
+
+The privacy boundary covers these records too: before a batch is written, the texts a
+request gave that a record keeps of who asked and why (`requester`, `intent_id`) pass
+the detector that screens execution results. A flagged text is replaced in the record by
+its category (`[refused: privacy_email]`), a `privacy_rejection` event (source `ground`,
+the field, the category) is written beside it, and it is counted in `redacted`. The
+answer itself was served: screening here, on the writer's thread, keeps the detector's
+cost (tens of microseconds for a text it has not seen, such as a fresh UUID) off the
+request path, and a planner is not refused its answer for how it names itself.
 """
 
 from __future__ import annotations
@@ -12,10 +21,18 @@ import queue
 import threading
 from typing import Any
 
+from collections import Counter
+
 from robot_memory import priors
 from robot_memory.analogies import audit_entries
+from robot_memory.event_kinds import FACT_CONSULTATION, PRIVACY_REJECTION
 from robot_memory.grounding_request import GroundingAnswer
+from robot_memory.intake.privacy import find_sensitive
 from robot_memory.store import NewEvent, Partition
+
+# The texts of a consultation record that the request gave as it liked (the query's
+# names are plain names, checked by grounding_request.validate_request).
+SCREENED_FIELDS = ("requester", "intent_id")
 
 
 def audited_number(value: float) -> float | str:
@@ -45,6 +62,31 @@ def consultation_payload(consultation_id: str, requester: str, intent_id: str,
     return payload
 
 
+def redacted(category: str) -> str:
+    """What a record keeps of a text refused at the privacy boundary: its category."""
+    return f"[refused: privacy_{category}]"
+
+
+def screened(events: list[NewEvent], redactions: Counter[str]) -> list[NewEvent]:
+    """The batch with each consultation's requester and intent id screened: a flagged
+    one redacted, a privacy_rejection event after its record, counted by category."""
+    out = []
+    for event in events:
+        out.append(event)
+        if event.kind != FACT_CONSULTATION:
+            continue
+        payload = event.payload
+        for name in SCREENED_FIELDS:
+            finding = find_sensitive({name: payload.get(name)})
+            if finding is not None:
+                payload[name] = redacted(finding.category)
+                redactions[finding.category] += 1
+                out.append(NewEvent(PRIVACY_REJECTION, {"source": "ground", "field": name,
+                                                        "category": finding.category},
+                                    event.stamp_ns))
+    return out
+
+
 class AuditWriter:
     """Writes consultation events for the grounding server on its own thread, in batches
     every `flush_period_s`. `submit` never blocks or raises; a failed write keeps the
@@ -57,6 +99,7 @@ class AuditWriter:
         self._stop = threading.Event()
         self.written = 0
         self.overflowed = 0
+        self.redacted: Counter[str] = Counter()  # requester or intent ids, by category
         self.last_error = ""
         self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
         self._thread.start()
@@ -81,7 +124,7 @@ class AuditWriter:
             try:
                 batch.append(self._queue.get_nowait())
             except queue.Empty:
-                return batch
+                return screened(batch, self.redacted)
 
     def _write(self, batch: list[NewEvent]) -> bool:
         try:

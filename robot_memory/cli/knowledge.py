@@ -121,6 +121,11 @@ def cmd_override(args) -> int:
     from robot_memory.consolidation import overrides as ov
     partition = partition_from_args(args)
     stamp = time.time_ns()  # when the operator acted (wall clock)
+    # The privacy boundary first, before anything is written (an InputError: exit 3).
+    ov.screen_override(partition, stamp, operator=args.operator, reason=args.reason,
+                       kind=getattr(args, "kind", "") or "", key=getattr(args, "key", "") or "",
+                       value=getattr(args, "value", None),
+                       archive_path=str(getattr(args, "archive", "") or ""))
     if args.action == "fact":  # an OverrideError is an InputError (exit 3)
         try:
             value = json.loads(args.value)

@@ -11,6 +11,7 @@ from typing import Any
 
 from robot_memory.errors import InputError
 from robot_memory.canonical import canonical_json
+from robot_memory.consolidation.override_privacy import screen_override
 from robot_memory.consolidation.override_plan import (ACTIONS, FREEZE, INVALIDATE,
                                                       OPERATOR_FACT, RESET_SEMANTIC, UNFREEZE)
 from robot_memory.consolidation.rules import FACT_KINDS
@@ -101,6 +102,8 @@ def record_override(partition: Partition, action: str, operator: str, reason: st
                     value_json: str = "", confidence: float = 1.0,
                     archive_path: str = "") -> StoredEvent:
     """One entry point for an override given as plain fields (the ROS service)."""
+    screen_override(partition, stamp_ns, operator=operator, reason=reason, kind=kind,
+                    key=key, value=value_json, archive_path=archive_path)
     if action == OPERATOR_FACT:
         try:
             value = json.loads(value_json)

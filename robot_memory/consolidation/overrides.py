@@ -19,6 +19,8 @@ their effect byte for byte. Nothing here edits the log or a fact row directly.
 from robot_memory.consolidation.override_plan import (  # noqa: F401
     ACTIONS, FREEZE, INVALIDATE, OPERATOR_FACT, OPERATOR_RULE_VERSION, RESET_SEMANTIC,
     UNFREEZE, OverridePlan, fact_as_rendered, operator_fact, plan_overrides)
+from robot_memory.consolidation.override_privacy import (  # noqa: F401
+    OverridePrivacyRefused, screen_override)
 from robot_memory.consolidation.override_records import (  # noqa: F401
     OverrideError, default_archive_path, record_freeze, record_invalidation,
     record_operator_fact, record_override, record_reset)

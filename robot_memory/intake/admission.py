@@ -2,10 +2,11 @@
 
 The logger's topics and its `record_event` service (through `ingest.Ingest`),
 `robot-memory ingest` (a JSON line) and `import-bag` (a bag message) each have a reader
-that turns what they received into a result's fields. `Admission.admit` does the rest
-for all of them: it reads, validates (`records.validated_payload`, the privacy boundary
-included), applies the receiver's clock (`receipt`) and gives either the event to append
-or a `Refused` saying why not. Every refusal is counted by reason here; a privacy
+that turns what they received into a result's fields (and `record_event` a request id,
+checked by `check_request_id`). `Admission.admit` does the rest for all of them: it
+reads, validates (`records.validated_payload`, the privacy boundary included), applies
+the receiver's clock (`receipt`) and gives either the event to append or a `Refused`
+saying why not. Every refusal is counted by reason here; a privacy
 refusal carries the `privacy_rejection` event to append in the result's place (the field
 and the category, never the value). So one bad result refuses that result alone, with
 the same reason on every path, and never costs the results around it: `admit` does not
@@ -24,6 +25,7 @@ from robot_memory.errors import InputError
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
 from robot_memory.intake.receipt import DEFAULT_MAX_CLOCK_AHEAD_S, at_receipt, seconds_to_ns
 from robot_memory.intake.records import InvalidRecord, validated_payload
+from robot_memory.intake.requests import request_id_problem
 from robot_memory.store import NewEvent
 
 # Why a result was not taken (RecordEvent's reason codes use the same words).
@@ -96,6 +98,13 @@ class Admission:
         if receipt is not None:
             receipt.record_in(payload)
         return NewEvent(EXECUTION_RESULT, payload, stamp_ns, True, True)
+
+    def check_request_id(self, request_id: str, source: str,
+                         received_ns: int = 0) -> Refused | None:
+        """None for a request id that may be kept (intake/requests.py), else its
+        Refused, counted (a privacy refusal with its privacy_rejection event)."""
+        problem = request_id_problem(request_id)
+        return None if problem is None else self.refuse_invalid(problem, source, received_ns)
 
     def refuse_invalid(self, exc: InvalidRecord, source: str, received_ns: int = 0) -> Refused:
         """Count a result found invalid; a privacy refusal carries its privacy_rejection

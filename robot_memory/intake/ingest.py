@@ -12,6 +12,11 @@ Guarantees:
 - An acknowledged write (`record_event`) resolves only once its transaction has committed,
   after everything that was queued before it; a failed write fails it (counted as
   store_error) and the caller is told.
+- An acknowledged write with a request id is stored once (intake/requests.py): the
+  writer looks the batch's ids up in the store in the transaction that appends it, so a
+  retry, queued at once or after a restart, resolves to the first commit's event
+  (`Replayed`, counted in `replayed`) and the same id with another result fails
+  (RequestIdReused, counted as request_id_reused). Topic results take no part in it.
 - A failing store keeps topic results queued, in order, and retries them; only the
   queue's bound (`max_pending`) refuses new ones, counted as backlog_full.
 - Anything not stored is counted by cause in `rejected` (validation reasons,
@@ -36,7 +41,10 @@ from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
 from robot_memory.intake.admission import (INVALID, PRIVACY, STORE_ERROR, STORE_FULL,
                                            Admission, Read, Receipt, Refused)
 from robot_memory.intake.receipt import DEFAULT_MAX_CLOCK_AHEAD_S
+from robot_memory.intake.requests import (REQUEST_ID_REUSED, AcknowledgedWrite, Replayed,
+                                          RequestIdReused, result_digest, reused)
 from robot_memory.store import NewEvent, Partition, StoredEvent
+from robot_memory.store.requests import RecordedRequest
 
 # Causes of loss: valid results that did not reach the log (rejections by rule are not).
 LOSS_CAUSES = ("backlog_full", "dds_lost", "store_error", "unread_at_stop")
@@ -54,6 +62,7 @@ class _Item:
     seq: int  # position in arrival order
     ack: Future | None = None  # acknowledged write: resolved after the commit
     counted: bool = True  # an execution result (accepted/written count it)
+    request: tuple[str, str] | None = None  # (request id, result digest): stored once
 
 
 def _default_log(level: str, text: str) -> None:
@@ -78,6 +87,7 @@ class Ingest:
         self._log = log
         self.accepted = 0  # valid results taken (queued)
         self.written = 0  # ... of them committed
+        self.replayed = 0  # retried requests answered with their first commit's event
         self.rejected: Counter[str] = Counter()
         self.last_error = ""
         self.store_size = 0
@@ -92,6 +102,7 @@ class Ingest:
         self._in_flight: int | None = None  # seq of the first item being written
         self._in_flight_count = 0
         self._acks_waiting = 0
+        self._requests_waiting = 0  # acknowledged writes with a request id, not written
         self._flush_requested = False
         self._stopping = False
         self._conn = None
@@ -117,6 +128,27 @@ class Ingest:
             self._enqueue(taken.event, counted=False)
         return taken
 
+    def take_request(self, read: Read, given: Any, source: str, received_ns: int,
+                     request_id: str = "") -> AcknowledgedWrite | Refused:
+        """`take_received` for an acknowledged write with an optional request id: the
+        AcknowledgedWrite to hand to `record_event`, or the Refused (a malformed id or
+        one that looks sensitive is refused as its result would be, counted)."""
+        if not request_id:
+            taken = self.take_received(read, given, source, received_ns)
+            return taken if type(taken) is Refused else AcknowledgedWrite(taken)
+        refused = self._admission.check_request_id(request_id, source, received_ns)
+        if refused is not None:
+            if refused.event is not None:
+                self._enqueue(refused.event, counted=False)
+            return refused
+        try:
+            fields = read(given)
+            digest = result_digest(fields)
+        except Exception:  # unreadable: the admission refuses it, with its reason
+            return self.take_received(read, given, source, received_ns)
+        taken = self.take_received(_as_read, fields, source, received_ns)
+        return taken if type(taken) is Refused else AcknowledgedWrite(taken, request_id, digest)
+
     @property
     def clock_skew(self) -> int:
         """Results stamped too far ahead: stored at their receipt time."""
@@ -139,10 +171,13 @@ class Ingest:
             self._next_seq += len(events)
         return refused
 
-    def record_event(self, event: NewEvent) -> Future:
-        """Queue an acknowledged write of the event `take_received` gave; the future gives
-        its StoredEvent once committed (after everything queued before it), or raises
-        StoreWriteFailed."""
+    def record_event(self, write: NewEvent | AcknowledgedWrite) -> Future:
+        """Queue an acknowledged write of the event `take_received` gave (or of the
+        AcknowledgedWrite `take_request` gave); the future gives its StoredEvent once
+        committed (after everything queued before it), `Replayed` for a retry of a request
+        id committed before, or raises StoreWriteFailed, or RequestIdReused."""
+        event, request_id, digest = (write if isinstance(write, AcknowledgedWrite)
+                                     else (write, "", ""))
         ack: Future = Future()
         with self._cond:
             if self._stopping:
@@ -150,7 +185,9 @@ class Ingest:
                 return ack
             self.accepted += 1
             self._acks_waiting += 1
-            self._push(_Item(event, self._next_seq + 1, ack))
+            request = (request_id, digest) if request_id else None
+            self._requests_waiting += request is not None
+            self._push(_Item(event, self._next_seq + 1, ack, request=request))
         return ack
 
     def count(self, reason: str, n: int = 1) -> None:
@@ -279,12 +316,20 @@ class Ingest:
         return True
 
     def _write(self, batch: list[_Item]) -> bool:
+        answered: dict[int, RecordedRequest | None] = {}
         try:
             if self._conn is None:
                 self._conn = self.partition.store.write_connection()
+            # Read once: a request queued meanwhile is behind this batch.
+            requests = self._requests_waiting > 0
             with self._conn.begin():
+                appended = batch
+                if requests:  # else no lookup: the topic path pays nothing
+                    appended, answered = self._answer_retries(batch)
                 stored = self.partition.append_fields_in(self._conn,
-                                                         [item.event for item in batch])
+                                                         [item.event for item in appended])
+                if requests:
+                    self._record_requests(batch, appended, stored, answered)
         except Exception as exc:  # the driver's errors vary; none may lose a queued result
             self._close_connection()  # a broken connection is not reused
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -296,19 +341,70 @@ class Ingest:
                 for item in batch:
                     if item.ack is not None:
                         self._acks_waiting -= 1
+                        self._requests_waiting -= item.request is not None
                         self.rejected["store_error"] += 1
                         self._fail(item, f"store write failed: {message}")
             return False
         with self._cond:
-            self.written += sum(1 for item in batch if item.counted)
+            self.written += sum(1 for item in appended if item.counted)
             self._in_flight, self._in_flight_count = None, 0
             self.last_error = ""
-            for item, fields in zip(batch, stored):
+            for item, fields in zip(appended, stored):
                 if item.ack is not None:
                     self._acks_waiting -= 1
+                    self._requests_waiting -= item.request is not None
                     item.ack.set_result(StoredEvent(*fields))
+            for item in batch if answered else ():
+                if id(item) in answered:
+                    self._answer(item, answered[id(item)])
             self._cond.notify_all()
         return True
+
+    def _answer_retries(self, batch: list[_Item]
+                        ) -> tuple[list[_Item], dict[int, RecordedRequest | None]]:
+        """In the write's transaction: the items to append, and the requests answered
+        without appending (id(item) -> the record of its id, or None while that record is
+        the one this batch appends first: resolved in `_record_requests`)."""
+        ids = list({item.request[0] for item in batch if item.request is not None})
+        if not ids:  # the requests waiting are queued behind this batch
+            return batch, {}
+        found = self.partition.recorded_requests_in(self._conn, ids)
+        appended, answered, first = [], {}, set()
+        for item in batch:
+            request = item.request
+            if request is None:
+                appended.append(item)
+            elif request[0] in found:
+                answered[id(item)] = found[request[0]]
+            elif request[0] in first:  # the same id twice in one batch: stored once
+                answered[id(item)] = None
+            else:
+                first.add(request[0])
+                appended.append(item)
+        return appended, answered
+
+    def _record_requests(self, batch: list[_Item], appended: list[_Item], stored: list[tuple],
+                         answered: dict[int, RecordedRequest | None]) -> None:
+        """Record the request ids of the appended events (same transaction), and give
+        the batch's repeats of those ids their record."""
+        new = {item.request[0]: RecordedRequest(fields[0], fields[1], item.request[1])
+               for item, fields in zip(appended, stored) if item.request is not None}
+        self.partition.record_requests_in(self._conn, new)
+        for item in batch:
+            if answered.get(id(item), False) is None:
+                answered[id(item)] = new[item.request[0]]
+
+    def _answer(self, item: _Item, record: RecordedRequest) -> None:  # holds self._cond
+        """Resolve a request answered from an earlier commit (not stored again)."""
+        self._acks_waiting -= 1
+        self._requests_waiting -= 1
+        self.accepted -= 1  # taken, but not stored: counted as replayed or refused instead
+        if record.result_digest == item.request[1]:
+            self.replayed += 1
+            item.ack.set_result(Replayed(record.event_id, record.seq))
+        else:
+            self.rejected[REQUEST_ID_REUSED] += 1
+            item.ack.set_exception(reused(item.request[0]))
 
     @staticmethod
     def _fail(item: _Item, why: str) -> None:
@@ -341,5 +437,11 @@ class Ingest:
         self.growth_state = state
 
 
-__all__ = ["INVALID", "LOSS_CAUSES", "PRIVACY", "STORE_ERROR", "STORE_FULL", "Ingest",
-           "Refused", "StoreWriteFailed", "StoredEvent"]
+def _as_read(fields: dict[str, Any]) -> dict[str, Any]:
+    """The reader of fields read already (take_request reads them to digest them)."""
+    return fields
+
+
+__all__ = ["INVALID", "LOSS_CAUSES", "PRIVACY", "STORE_ERROR", "STORE_FULL",
+           "AcknowledgedWrite", "Ingest", "Refused", "Replayed", "RequestIdReused",
+           "StoreWriteFailed", "StoredEvent"]

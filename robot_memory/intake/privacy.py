@@ -1,11 +1,14 @@
-"""The privacy boundary: a deterministic detector for secrets and personal data in
-execution results. Whatever it flags is refused at the door; the refusal names the
-field and the category, never the value."""
+"""The privacy boundary: a deterministic detector for secrets and personal data in every
+text that enters the log: execution results (and `record_event`'s request id), human
+overrides (consolidation/override_privacy.py) and the requester and intent of a
+grounding request (grounding_request.py). Whatever it flags is refused at the door; the
+refusal names the field and the category, never the value."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 # Boundaries are "not a letter or digit" rather than regex word boundaries (\b): a
 # secret glued to an underscore (`token_AKIA...`, `cam_gain_eyJ...`) is still found,
@@ -137,3 +140,29 @@ def _category(text: str) -> str | None:
         if pattern.search(text):
             return category
     return None
+
+
+def find_sensitive_in(name: str, value: Any) -> Finding | None:
+    """The first text in `value` that looks sensitive, as a Finding named `name` (a
+    string; or JSON data: its strings and a mapping's keys at any depth, the keys named
+    `<name> key`). The field is only ever `name`: a key may be the secret itself."""
+    if isinstance(value, str):
+        return find_sensitive({name: value})
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = (find_sensitive({f"{name} key": str(key)})
+                     or find_sensitive_in(name, item))
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found = find_sensitive_in(name, item)
+            if found is not None:
+                return found
+    return None
+
+
+def refusal_reason(finding: Finding) -> str:
+    """The words of a privacy refusal: the field and the category, never the value."""
+    return (f"{finding.field}: looks like {finding.category.replace('_', ' ')}; refused at "
+            f"the privacy boundary (privacy_{finding.category})")

@@ -143,7 +143,7 @@ def _plainly_valid_and_public(data: dict[str, Any]) -> bool:
         return False
     finding = find_sensitive(data)
     if finding is not None:
-        raise _privacy_refusal(finding)
+        raise privacy_refusal(finding)
     return True
 
 
@@ -156,7 +156,7 @@ def validated_payload(data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     if _plainly_valid(data):  # _plainly_valid_and_public, inline: once per result
         finding = find_sensitive(data)
         if finding is not None:
-            raise _privacy_refusal(finding)
+            raise privacy_refusal(finding)
         return data.pop("stamp_ns"), data
     record = validate_record_fully(data)
     return record.stamp_ns, record.payload()
@@ -171,7 +171,7 @@ def validate_record_fully(data: dict[str, Any]) -> ExecutionRecord:
     _check_finite(data)
     finding = find_sensitive(data)
     if finding is not None:
-        raise _privacy_refusal(finding)
+        raise privacy_refusal(finding)
     return _validated_by_pydantic(data)
 
 
@@ -213,7 +213,7 @@ def _check_sizes(data: dict[str, Any]) -> None:
                                     f"a name of {len(key)} characters, more than {MAX_KEY}")
 
 
-def _privacy_refusal(finding) -> InvalidRecord:
+def privacy_refusal(finding) -> InvalidRecord:
     return InvalidRecord(finding.field, f"privacy_{finding.category}",
                          f"looks like {finding.category.replace('_', ' ')}; refused at the "
                          "privacy boundary")

@@ -13,6 +13,7 @@ every pass held the interpreter that answers `ground` in the one-process sidecar
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 from rclpy.clock import Clock, ClockType
@@ -21,7 +22,8 @@ from rclpy.event_handler import PublisherEventCallbacks
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
 from robot_memory.consolidation.changes import facts_written
 from robot_memory.consolidation.checkpoint import backlog, facts_at_checkpoint, read_checkpoint
-from robot_memory.consolidation.overrides import OverrideError, record_override
+from robot_memory.consolidation.overrides import (OverrideError, OverridePrivacyRefused,
+                                                  record_override)
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.consolidation.rules import STATUS_ACTIVE
 from robot_memory.growth import OK as GROWTH_OK
@@ -67,6 +69,7 @@ class Consolidator(ManagedMemoryNode):
         self.frozen = False
         self.overrides = 0
         self.refused_requests = 0  # over a field's size limit (request_limits)
+        self.privacy_refused: Counter[str] = Counter()  # overrides refused, by category
         self.last_report = None
         self.last_error = ""
         self.compactions = 0  # retention compactions run by this node
@@ -173,6 +176,11 @@ class Consolidator(ManagedMemoryNode):
                                     confidence=request.confidence,
                                     archive_path=request.archive_path)
         except OverrideError as exc:
+            response.reason = str(exc)
+            return response
+        except OverridePrivacyRefused as exc:  # logged as a privacy_rejection event
+            self.privacy_refused[exc.finding.category] += 1
+            self.get_logger().warning(f"override refused: {exc}")
             response.reason = str(exc)
             return response
         self.overrides += 1
@@ -322,6 +330,8 @@ class Consolidator(ManagedMemoryNode):
                   "paused_passes": self.paused_passes,
                   "frozen": str(self.frozen).lower(), "overrides": self.overrides,
                   "refused_requests": self.refused_requests,
+                  **{f"refused.privacy_{category}": n
+                     for category, n in sorted(self.privacy_refused.items())},
                   "compactions": self.compactions, "archive_dir": str(self._archive_dir),
                   "store_size_mb": round(self.store_size / MB, 3)}
         if report is not None:

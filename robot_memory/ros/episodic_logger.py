@@ -8,9 +8,10 @@ validates and queues it, so the single-threaded executor only serves services,
 timers and the readers' rare message-lost events, and the writer thread does all the I/O.
 `record_event` exists from startup: it answers `inactive` with the reason until the node
 is active, then only once its event is committed (an async callback, so waiting for the
-commit never holds up the topics). With `durable_results` the readers are
-transient-local: a restarted logger gets what the publishers still hold, and stores each
-result once (ros/redelivery.py).
+commit never holds up the topics). A request id makes a retry answer with the first
+commit's event instead of storing again (intake/requests.py), also after a restart.
+With `durable_results` the readers are transient-local: a restarted logger gets what the
+publishers still hold, and stores each result once (ros/redelivery.py).
 Whatever is not stored is counted by cause (validation reasons, privacy, store_full,
 backlog_full, store_error, and dds_lost from the subscriptions' message-lost event) and
 shown on /diagnostics, WARN when anything was lost; results delivered again and already
@@ -30,6 +31,7 @@ from rclpy.task import Future as RosFuture
 from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
 from robot_memory.growth import OK as GROWTH_OK
 from robot_memory.intake.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteFailed
+from robot_memory.intake.requests import Replayed, RequestIdReused
 from robot_memory.log_throttle import LogThrottle, held_back
 from robot_memory.msg import ExecutionResult
 from robot_memory.ros.conversions import result_fields, serialized_result_fields
@@ -41,7 +43,7 @@ from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import execution_results_reader_qos
 from robot_memory.ros.rclpy_internals import poll_event
-from robot_memory.ros.redelivery import Redelivery, SampleId, sample_of, stored_samples
+from robot_memory.ros.redelivery import Redelivery, sample_of, stored_samples
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.unheard_publishers import UnheardPublishers
 from robot_memory.srv import RecordEvent
@@ -187,7 +189,7 @@ class EpisodicLogger(ManagedMemoryNode):
         if ingest is not None:
             ingest.close()
             self._before.update(accepted=ingest.accepted, written=ingest.written,
-                                clock_skew=ingest.clock_skew)
+                                clock_skew=ingest.clock_skew, replayed=ingest.replayed)
             self._before_rejected.update(ingest.rejected)
         store, self.store = self.store, None
         if store is not None:
@@ -200,14 +202,6 @@ class EpisodicLogger(ManagedMemoryNode):
         self.release()
 
     # -- intake -----------------------------------------------------------------------
-    def _take(self, ingest: Ingest, read, given, source: str, received_ns: int,
-              sample: SampleId | None = None) -> NewEvent | Refused:
-        """`Ingest.take_received`, its refusal logged here."""
-        taken = ingest.take_received(read, given, source, received_ns, sample)
-        if isinstance(taken, Refused):
-            self._log_refusal(taken, source)
-        return taken
-
     def _log_refusal(self, refused: Refused, source: str) -> None:
         self._log_at_most_once_a_second(
             (source, refused.reason),
@@ -313,18 +307,24 @@ class EpisodicLogger(ManagedMemoryNode):
             response.reason_code = RecordEvent.Response.REASON_INACTIVE
             response.reason = f"inactive: {self.inactive_reason}"
             return response
-        event = self._take(ingest, result_fields, request.result, "record_event",
-                           self.get_clock().now().nanoseconds)
-        if isinstance(event, Refused):
-            response.reason_code, response.reason = event.code, event.detail
+        write = ingest.take_request(result_fields, request.result, "record_event",
+                                    self.get_clock().now().nanoseconds, request.request_id)
+        if isinstance(write, Refused):
+            self._log_refusal(write, "record_event")
+            response.reason_code, response.reason = write.code, write.detail
             return response
         try:
-            stored = await self._committed(ingest.record_event(event))
+            stored = await self._committed(ingest.record_event(write))
         except StoreWriteFailed as exc:
             response.reason_code = RecordEvent.Response.REASON_STORE_ERROR
             response.reason = f"not recorded, {exc}"
             return response
+        except RequestIdReused as exc:
+            response.reason_code = RecordEvent.Response.REASON_REQUEST_ID_REUSED
+            response.reason = str(exc)
+            return response
         response.accepted, response.event_id, response.seq = True, stored.id, stored.seq
+        response.replayed = type(stored) is Replayed
         return response
 
     async def _committed(self, ack):
@@ -420,6 +420,8 @@ class EpisodicLogger(ManagedMemoryNode):
                   "pending": pending, "rejected_total": sum(rejected.values()),
                   "lost_total": sum(lost.values()), "clock_skew": clock_skew,
                   "redelivered": self._redelivered,
+                  "replayed_requests": self._before["replayed"] + (ingest.replayed
+                                                                   if ingest else 0),
                   "durability": ("transient_local" if self.params["durable_results"]
                                  else "volatile"),
                   "history": ("keep_all" if self.params["keep_all_history"] else

@@ -325,6 +325,8 @@ class GroundingServer(ManagedMemoryNode):
         if self.audit is not None:
             values.update({"audit_written": self.audit.written, "audit_queue": self.audit.depth,
                            "audit_overflowed": self.audit.overflowed})
+            values.update({f"audit_redacted.privacy_{category}": n
+                           for category, n in sorted(self.audit.redacted.items())})
         serving = self.serving and self.index is not None
         level = DIAG_OK if serving and not (self.audit and self.audit.overflowed) \
             and not self.priors_refused else WARN

@@ -6,7 +6,8 @@ segment file (robot_memory/compaction.py), then, in one transaction: appends a
 `compaction` event naming the range, the segment's SHA-256 and the hash at the cut; writes
 a permit for the range (the append-only triggers let a DELETE through only there, see
 store/guards.py); deletes the range's rows except the events that must stay live (their
-seqs and hashes are digested into the event); and deletes the permit.
+seqs and hashes are digested into the event), with the request ids of the events it
+removes (a retry of one stores its result again); and deletes the permit.
 
 Verification (store/chain_check.py) then re-hashes the live chain from the newest cut,
 checks every kept event against its compaction's digest, and counts rows: a row deleted
@@ -25,8 +26,8 @@ from sqlalchemy import Connection, delete, insert, select, text
 
 from robot_memory.event_kinds import COMPACTION
 from robot_memory.store.schema import (OTHER_THAN_RESULTS, compaction_permits, events,
-                                       result_facets, result_rollup, result_values,
-                                       value_rollup)
+                                       request_ids, result_facets, result_rollup,
+                                       result_values, value_rollup)
 
 # The kind index's condition, repeated so that the compactions are read through it.
 _NOT_A_RESULT = text(OTHER_THAN_RESULTS)
@@ -128,6 +129,10 @@ def remove_range(conn: Connection, identity_hash: str, chain: int, from_seq: int
             result_values.c.chain_id == chain,
             result_values.c.event_id.between(low_id, high_id),
             result_values.c.event_id.not_in(skip_ids)))
+        conn.execute(delete(request_ids).where(  # an id lives as long as its event
+            request_ids.c.identity_hash == identity_hash,
+            request_ids.c.event_id.between(low_id, high_id),
+            request_ids.c.event_id.not_in(skip_ids)))
         conn.execute(delete(result_facets).where(
             result_facets.c.chain_id == chain,
             result_facets.c.seq.between(low_seq, high_seq),

@@ -16,6 +16,8 @@ store is not touched) and after, and the upgrade is logged in each chain as a
         events' two hashes stored as the 32 bytes their hex digits spell (the same
         values: the chain re-hashes to the same head before and after; SQLite, which
         cannot change a column's type, copies the events into a new table to do it).
+5 -> 6: request_ids, the acknowledged requests (empty: no older store kept any; opening
+        the store created it, as it creates any missing table).
 A store of any older version goes to the current one in one step.
 """
 
@@ -33,13 +35,13 @@ from robot_memory.store.guards import install_append_only_guards
 from robot_memory.store.log import NewEvent
 from robot_memory.store.roles import ROBOT_ROLES_TABLE, security_statements
 from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, chain_heads, chains, events,
-                                       result_facets, result_rollup, result_values, store_info,
-                                       value_rollup)
+                                       request_ids, result_facets, result_rollup, result_values,
+                                       store_info, value_rollup)
 from robot_memory.store.version import (SCHEMA_LOCK_KEY, StoreError, record_rollup_shape,
                                         schema_version)
 
 # Schema versions this code can open: older ones are migrated (migrate_store).
-MIGRATABLE_VERSIONS = (1, 2, 3, 4)
+MIGRATABLE_VERSIONS = (1, 2, 3, 4, 5)
 
 # Execution results the 1 -> 2 migration back-fills per statement.
 BATCH = 20_000
@@ -93,14 +95,9 @@ def migrate_store(store, stamp_ns: int | None = None) -> MigrationReport:
             return MigrationReport(SCHEMA_VERSION)
         identities = list(conn.execute(select(chain_heads.c.identity_hash)
                                        .order_by(chain_heads.c.identity_hash)).scalars())
-        _number_chains(conn, identities)
-        _digests_as_bytes(conn)
-        if version < 3:
-            record_rollup_shape(conn, store.rollup)  # the shape asked for when opening
-        for table in _INDEX_TABLES if version >= 2 else ():
-            if version >= 3 or table in (result_facets, result_values):
-                _key_by_chain(conn, table)  # (1 has none; 2 no rollups, summed below)
-        _rebuild_kind_index(conn)
+        if version < 5:
+            _to_schema_5(conn, version, identities, store.rollup)
+        request_ids.create(conn, checkfirst=True)
         for identity in identities:
             report.results_indexed[identity] = (
                 _backfill(conn, identity) if version == 1 else _results_indexed(conn, identity))
@@ -120,6 +117,19 @@ def migrate_store(store, stamp_ns: int | None = None) -> MigrationReport:
         store, "after (the migration broke a chain; restore the backup)")
     _give_back_space(store)
     return report
+
+
+def _to_schema_5(conn, version: int, identities: list[str], rollup: RollupShape) -> None:
+    """The steps up to schema 5 (chain numbers, digests as bytes, the index keyed by chain
+    number, the kind index without results); the back-fill and rollups are the caller's."""
+    _number_chains(conn, identities)
+    _digests_as_bytes(conn)
+    if version < 3:
+        record_rollup_shape(conn, rollup)  # the shape asked for when opening
+    for table in _INDEX_TABLES if version >= 2 else ():
+        if version >= 3 or table in (result_facets, result_values):
+            _key_by_chain(conn, table)  # (1 has none; 2 no rollups, summed below)
+    _rebuild_kind_index(conn)
 
 
 def _give_back_space(store) -> None:

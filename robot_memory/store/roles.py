@@ -61,6 +61,9 @@ RUNTIME_PRIVILEGES = {
     # the block, never changed.
     "result_rollup": "SELECT, INSERT",
     "value_rollup": "SELECT, INSERT",
+    # The acknowledged requests (schema 6): recorded with their event, never changed;
+    # removed only with their event, by a compaction.
+    "request_ids": "SELECT, INSERT, DELETE",
 }
 DERIVED_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
 

@@ -16,7 +16,8 @@ from sqlalchemy import (BigInteger, Column, Float, Index, Integer, LargeBinary, 
 # 5: the result index and its rollups keyed by a chain number (`chains`), not by the
 #    64-character identity hash; the events' kind index leaves execution results out;
 #    their hashes stored as 32 bytes (Digest), not 64 hex digits.
-SCHEMA_VERSION = 5
+# 6: request_ids (the acknowledged requests a retry is answered from).
+SCHEMA_VERSION = 6
 GENESIS_HASH = "0" * 64
 
 metadata = MetaData()
@@ -252,6 +253,25 @@ value_rollup = Table(
                          "value_repr", name="value_rollup_pkey"),
     sqlite_with_rowid=False,
 )
+
+# The request ids of acknowledged writes (`record_event`'s request_id; schema 6): a retry
+# with the same id is answered with the event its first commit stored, not stored again,
+# also after a restart. Written in the transaction that appends the event; a row lives as
+# long as its event (a compaction that removes the event removes it too), so the table
+# never holds more rows than the live log holds results. result_digest (SHA-256 of the
+# result as the request gave it) tells a retry from another result under a reused id.
+REQUEST_ID_MAX_LENGTH = 128
+request_ids = Table(
+    "request_ids", metadata,
+    Column("identity_hash", String(64), nullable=False),
+    Column("request_id", String(REQUEST_ID_MAX_LENGTH), nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("result_digest", Digest, nullable=False),
+    PrimaryKeyConstraint("identity_hash", "request_id", name="request_ids_pkey"),
+)
+# A compaction removes the ids of the events it removes, by event id.
+Index("ix_request_ids_identity_event", request_ids.c.identity_hash, request_ids.c.event_id)
 
 PARAMETER, OBSERVATION = 0, 1
 COMBO_FIELDS = ("skill_id", "target_class", "environment", "zone", "success",

@@ -1,8 +1,8 @@
-"""Schema 1, 2, 3 and 4 -> 5: a store written before the result facets (1) or their
-rollups (2) existed, with the rollups in pass order (3), or with the result index keyed
-by identity hash (4), is upgraded when it is opened (or by `robot-memory migrate`):
-verified before and after, logged as an event, no event rewritten, and consolidation
-goes on to the same facts."""
+"""Schema 1, 2, 3, 4 and 5 -> 6: a store written before the result facets (1) or their
+rollups (2) existed, with the rollups in pass order (3), with the result index keyed by
+identity hash (4), or without the acknowledged requests (5), is upgraded when it is
+opened (or by `robot-memory migrate`): verified before and after, logged as an event, no
+event rewritten, and consolidation goes on to the same facts."""
 
 import shutil
 import sqlite3
@@ -19,6 +19,8 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from robot_memory.consolidation import consolidation_pass, facts_snapshot, replay_snapshot
 from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
+from robot_memory.intake.ingest import Ingest
+from robot_memory.intake.requests import Replayed
 from robot_memory.store import MemoryStore, NewEvent, StoreError, verify_chain
 from robot_memory.store.guards import SQLITE_GUARDS
 from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, metadata, result_combos,
@@ -122,11 +124,17 @@ def rollup_keys(path) -> dict[str, str]:
                 for table in ROLLUPS}
 
 
+# What schema 5 left on disk: no acknowledged requests.
+V5 = ["DROP TABLE request_ids", "UPDATE store_info SET value = '5' WHERE key = 'schema_version'"]
+
+
 def older_schema(version: int, dialect: str = "sqlite") -> list[str]:
     """SQL that turns a current store into what `version` left on disk."""
     if version == SCHEMA_VERSION:
         return []
-    v4 = v4_index_tables(dialect)
+    if version == 5:
+        return V5
+    v4 = V5[:-1] + v4_index_tables(dialect)
     if version == 4:
         return v4
     if version == 3:
@@ -363,4 +371,39 @@ def test_an_older_store_migrates_on_postgresql(pg_url, version):
     assert verify_chain(part).ok
     assert consolidation_pass(part).events_read == 30
     assert facts_snapshot(part) == replay_snapshot(part)  # replay reads the rollups
+    migrated.close()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_a_v5_store_gets_the_acknowledged_requests(tmp_path, request, dialect):
+    """5 -> 6: the events are untouched, the chains verify, and a retried record_event
+    is then stored once (the request ids table exists, empty, and is used)."""
+    url = (f"sqlite:///{tmp_path / 'v5.db'}" if dialect == "sqlite"
+           else request.getfixturevalue("pg_url"))
+    store = MemoryStore(url)
+    store.partition(IDENT).append_many(varied_events(40))
+    store.close()
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        for statement in older_schema(5, dialect):
+            conn.execute(text(statement))
+    with engine.connect() as conn:
+        before = conn.execute(text("SELECT id, event_hash FROM events ORDER BY id")).all()
+    engine.dispose()
+    migrated = MemoryStore(url)
+    assert (migrated.migration.from_version, migrated.migration.to_version) == (5, 6)
+    part = migrated.partition(IDENT)
+    assert verify_chain(part).ok
+    with migrated.read() as conn:
+        assert conn.execute(text("SELECT id, event_hash FROM events ORDER BY id")
+                            ).all()[:len(before)] == before
+        assert conn.execute(text("SELECT count(*) FROM request_ids")).scalar() == 0
+    ingest = Ingest(part, flush_period_s=0.01)
+    result = {"stamp_ns": 1, "skill_id": "navigation.dock", "success": True}
+    answers = [ingest.record_event(ingest.take_request(dict, dict(result), "record_event", 2,
+                                                       "dock-1")).result(10)
+               for _ in range(2)]
+    ingest.close()
+    assert answers[1] == Replayed(answers[0].id, answers[0].seq)
+    assert part.count_events(EXECUTION_RESULT) == 41
     migrated.close()

@@ -16,6 +16,8 @@ from sqlalchemy.exc import DBAPIError
 
 from robot_memory.consolidation.consolidation_pass import consolidation_pass
 from robot_memory.grounding import GroundingIndex, GroundingRequest
+from robot_memory.intake.ingest import Ingest
+from robot_memory.intake.requests import Replayed
 from robot_memory.store import MemoryStore, check_store
 from robot_memory.store.roles import (DERIVED_PRIVILEGES, RUNTIME_PRIVILEGES, identity_tables,
                                       security_statements)
@@ -77,7 +79,7 @@ def run_as(url, statement):
 def test_every_identity_table_gets_row_level_security():
     names = {t.name for t in identity_tables()}
     assert {"events", "chain_heads", "semantic_facts", "consolidation_state",
-            "verified_checkpoints"} <= names
+            "verified_checkpoints", "request_ids"} <= names
     policies = "\n".join(security_statements())
     for name in names:
         assert f"CREATE POLICY robot_memory_own_rows ON {name} TO robot_memory_runtime" \
@@ -130,6 +132,9 @@ FORBIDDEN = [
     f"event_hash) VALUES ('{B}', 999, 'k', 0, '{{}}', '{'0' * 64}', '{'1' * 64}')",
     f"INSERT INTO chain_heads VALUES ('{B}', 0, '{'0' * 64}')",
     f"UPDATE semantic_facts SET identity_hash = '{B}'",
+    # An acknowledged request's answer is never rewritten, nor recorded for robot B.
+    "UPDATE request_ids SET event_id = 0",
+    f"INSERT INTO request_ids VALUES ('{B}', 'retry-1', 1, 1, '\\x00')",
     f"INSERT INTO semantic_facts (identity_hash, fact_kind, fact_key, fact_value_json, status, "
     f"confidence, n_observations, rule_version, last_supporting_event_id, last_updated_ns) "
     f"VALUES ('{B}', 'k', 'x', '{{}}', 'active', 1, 1, 'v', 1, 1)",
@@ -183,3 +188,17 @@ def test_the_analytics_role_reads_across_robots_and_writes_nothing(fleet):
         with pytest.raises(DBAPIError) as info:
             run_as(url, statement)
         assert info.value.orig.sqlstate == PERMISSION_DENIED
+
+
+def test_acknowledged_requests_work_under_the_runtime_role_and_stay_private(fleet):
+    """Last in this file: it appends to robot A's chain, which the tests above count."""
+    store = MemoryStore(fleet.url(fleet.robot_a))
+    ingest = Ingest(store.partition(A), flush_period_s=0.01)
+    result = {"stamp_ns": 1, "skill_id": "navigation.dock", "success": True}
+    first, retry = (ingest.record_event(ingest.take_request(
+        dict, dict(result), "record_event", 2, "dock/attempt-1")).result(10) for _ in range(2))
+    ingest.close()
+    store.close()
+    assert retry == Replayed(first.id, first.seq)
+    assert run_as(fleet.url(fleet.robot_a), "SELECT count(*) FROM request_ids") == [(1,)]
+    assert run_as(fleet.url(fleet.robot_b), "SELECT count(*) FROM request_ids") == [(0,)]

@@ -3,7 +3,7 @@ end-to-end tests, collected again here with `db_url` pointing at a fresh databas
 the test session's server (see test/postgres_server.py)."""
 
 import pytest
-from ros import test_crashes, test_governance, test_pipeline
+from ros import test_crashes, test_governance, test_pipeline, test_record_event_retry
 
 
 @pytest.fixture
@@ -15,6 +15,8 @@ test_results_become_facts_on_postgresql = \
     test_pipeline.test_results_become_facts_the_planner_can_ground_on
 test_record_event_on_postgresql = \
     test_governance.test_record_event_is_acknowledged_only_when_durable
+test_a_retried_record_event_is_stored_once_on_postgresql = \
+    test_record_event_retry.test_a_retried_record_event_is_stored_once_also_across_a_logger_restart
 test_overrides_on_postgresql = \
     test_governance.test_override_service_and_cli_take_effect_on_the_running_stack
 test_another_identity_is_invisible_on_postgresql = \

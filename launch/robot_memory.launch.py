@@ -3,6 +3,7 @@
     ros2 launch robot_memory robot_memory.launch.py \
         manifest_path:=/etc/robot/manifest.yaml certified_hash_file:=/etc/robot/certified_hash \
         database_url:=sqlite:////var/lib/robot_memory/memory.db use_sim_time:=true \
+        operator_keys_file:=/etc/robot/operator_keys \
         params_file:=/etc/robot/robot_memory_params.yaml
 
 `params_file` sets any other parameter (docs/parameters.md) with a ROS 2 parameters
@@ -34,7 +35,8 @@ NO_PARAMETERS = SPEC_PATH.parent / "config" / "no_parameters.yaml"
 
 # Launch arguments that set the node parameter of the same name (as strings, so a hash
 # made only of digits is never read as a number).
-STRING_ARGUMENTS = ("manifest_path", "certified_hash", "certified_hash_file", "database_url")
+STRING_ARGUMENTS = ("manifest_path", "certified_hash", "certified_hash_file", "database_url",
+                    "operator_keys_file")
 
 
 def generate_launch_description():
@@ -46,7 +48,8 @@ def generate_launch_description():
         for name, node in (("manifest_path", "manifest_verifier"),
                            ("certified_hash", "manifest_verifier"),
                            ("certified_hash_file", "manifest_verifier"),
-                           ("database_url", "consolidator"))
+                           ("database_url", "consolidator"),
+                           ("operator_keys_file", "consolidator"))
     ]
     arguments += [
         DeclareLaunchArgument("use_sim_time", default_value="false",

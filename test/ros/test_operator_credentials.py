@@ -4,6 +4,10 @@ are refused with the reason, counted on /diagnostics, logged, and change nothing
 they work, and the operator recorded is the key's; `ground`, `explain` and a dry-run
 `consolidate` stay open; a reset's archive stays in the archive folder."""
 
+import subprocess
+import sys
+
+import yaml
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from helpers import result_event
 from lifecycle_msgs.msg import State
@@ -154,3 +158,45 @@ def test_a_reset_archive_stays_in_the_archive_folder(probe, start_stack, tmp_pat
     done = reset("resets/first.json")
     assert done.success, done.reason
     assert (archive_dir / "resets" / "first.json").is_file()
+
+
+def cli(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "robot_memory.cli", *args],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def as_service_call(srv_type, text: str):
+    """The request `ros2 service call` makes of the YAML text `robot-memory sign` prints
+    (flat fields: each set by name)."""
+    request = srv_type.Request()
+    for name, value in yaml.safe_load(text).items():
+        setattr(request, name, value)
+    return request
+
+
+def test_the_readme_sequence_a_key_file_and_a_signed_call(probe, start_stack, tmp_path):
+    """As the README does it: keygen --operator writes the key and prints its line, the
+    nodes read the line from operator_keys_file, `sign` prints the request to pass."""
+    key = tmp_path / "operator"
+    keys_file = tmp_path / "operator_keys"
+    keys_file.write_text(cli("keygen", "--out", str(key), "--operator", "me")
+                         .strip().splitlines()[-1] + "\n")
+    start_stack(operator_keys=[], operator_keys_file=str(keys_file), period_s=3600.0,
+                nodes=["manifest_verifier", "consolidator"], managed_nodes=["consolidator"])
+    probe.wait_identity()
+    wait_active(probe, "consolidator")
+    namespace = ["--namespace", probe.namespace]
+    applied = probe.call(Consolidate, "consolidate", as_service_call(
+        Consolidate, cli("sign", "consolidate", "--key", str(key), *namespace)))
+    assert applied.success, applied.reason
+    frozen = probe.call(Override, "override", as_service_call(Override, cli(
+        "sign", "override", "--key", str(key), *namespace, "--action", "freeze",
+        "--reason", "gripper swap")))
+    assert frozen.success, frozen.reason
+    wait_until(lambda: (probe.diagnostics.get("consolidator") or {}).get("frozen") == "true",
+               10, "the consolidator to report frozen")
+    elsewhere = probe.call(Consolidate, "consolidate", as_service_call(
+        Consolidate, cli("sign", "consolidate", "--key", str(key))))  # for /consolidate
+    assert not elsewhere.success and "credential bad_signature" in elsewhere.reason

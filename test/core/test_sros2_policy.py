@@ -2,7 +2,7 @@
 policy schema 0.2.0 gives it: well-formed, enclaves of profiles of topics and services
 granted with ALLOW; one enclave per node and one for the one process, which grants
 exactly the union of the four; the example clients ask only for what the nodes offer.
-That each node's grants are what it really uses: test/ros/test_sros2_policy.py."""
+That each node's grants are what it really uses: test/ros/test_sros2_policy_graph.py."""
 
 import xml.etree.ElementTree as ElementTree
 

@@ -16,7 +16,7 @@ from robot_memory.event_kinds import OVERRIDE
 from robot_memory.srv import Consolidate, ExplainFact, ManageNodes, Override
 from robot_memory.store import MemoryStore
 
-from ros.conftest import OPERATOR, stack_log, wait_until
+from ros.conftest import BOTH_PROCESS_MODES, OPERATOR, stack_log, wait_until
 from ros.test_governance import lifecycle_state, wait_active
 
 PAUSE = ManageNodes.Request.PAUSE
@@ -36,6 +36,7 @@ def counted(probe, node: str, key: str) -> int:
     return int((probe.diagnostics.get(node) or {}).get(key, -1))
 
 
+@BOTH_PROCESS_MODES
 def test_only_signed_requests_change_knowledge_or_nodes(probe, start_stack, certified_hash,
                                                         db_url):
     part = MemoryStore(db_url).partition(certified_hash)

@@ -21,10 +21,12 @@ def srv_type_of(request: Any) -> str:
 
 def request_fields(request: Any) -> dict[str, Any]:
     """Every field of a request message but its credential, as plain values."""
-    return {name: (list(value) if not isinstance(value, (str, bytes)) and
-                   hasattr(value, "__len__") else value)
-            for name in request.get_fields_and_field_types() if name != "credential"
-            for value in (getattr(request, name),)}
+    fields = {}
+    for name in request.get_fields_and_field_types():
+        if name != "credential":
+            value = getattr(request, name)
+            fields[name] = list(value) if isinstance(value, (list, tuple)) else value
+    return fields
 
 
 def sign_message(private_key, service_name: str, request: Any) -> Any:

@@ -23,6 +23,7 @@ import base64
 import binascii
 import re
 import secrets
+import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -155,10 +156,16 @@ def load_operator_keys(entries: Iterable[str], path: str = "") -> dict[str, Oper
     where = "operator_keys"
     if path:
         try:
+            mode = Path(path).stat().st_mode
             lines += Path(path).read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             raise OperatorKeysError("operator_keys_file", "unreadable",
                                     f"cannot read {path}: {exc}") from exc
+        # Whoever may write the file may make themselves an operator.
+        if mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise OperatorKeysError("operator_keys_file", "writable_by_others",
+                                    f"{path} is writable by group or others (mode "
+                                    f"{stat.S_IMODE(mode):04o}); chmod go-w it")
         where = f"operator_keys + {path}"
     return parse_key_lines(lines, where)
 

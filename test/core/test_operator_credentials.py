@@ -177,6 +177,13 @@ def test_unreadable_keys_refuse_everything(tmp_path, alice, clock):
     assert exc.reason == KEYS_INVALID and "line 2" in exc.detail
     missing = CredentialVerifier([], str(tmp_path / "none"), clock=clock)
     assert "cannot read" in missing.problem
+    keys.write_text(key_line("alice", alice.public_key()) + "\n")
+    keys.chmod(0o666)  # anyone could add themselves as an operator
+    exc = refused(CredentialVerifier([], str(keys), clock=clock),
+                  sign_request(alice, SERVICE, "Override", FREEZE, clock()))
+    assert exc.reason == KEYS_INVALID and "chmod go-w" in exc.detail
+    keys.chmod(0o644)
+    assert CredentialVerifier([], str(keys), clock=clock).keys
 
 
 def test_key_file_lines(tmp_path, alice):

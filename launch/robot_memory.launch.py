@@ -3,11 +3,12 @@
     ros2 launch robot_memory robot_memory.launch.py \
         manifest_path:=/etc/robot/manifest.yaml certified_hash_file:=/etc/robot/certified_hash \
         database_url:=sqlite:////var/lib/robot_memory/memory.db use_sim_time:=true \
+        operator_keys_file:=/etc/robot/operator_keys \
         params_file:=/etc/robot/robot_memory_params.yaml
 
 `params_file` sets any other parameter (docs/parameters.md) with a ROS 2 parameters
 file. The launch arguments (manifest_path, certified_hash, certified_hash_file,
-database_url, use_sim_time) win over it, in every section it has: each value of the file
+database_url, operator_keys_file, use_sim_time) win over it, in every section it has: each value of the file
 they replace is logged at start. What is passed in what order is
 robot_memory/launch_parameters.py (ROS-free, tested without launch_ros).
 
@@ -44,7 +45,8 @@ def generate_launch_description():
         for name, node in (("manifest_path", "manifest_verifier"),
                            ("certified_hash", "manifest_verifier"),
                            ("certified_hash_file", "manifest_verifier"),
-                           ("database_url", "consolidator"))
+                           ("database_url", "consolidator"),
+                           ("operator_keys_file", "consolidator"))
     ]
     arguments += [
         DeclareLaunchArgument("use_sim_time", default_value="false",

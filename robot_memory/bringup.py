@@ -24,7 +24,10 @@ def params_document(overrides: dict[str, Any], use_sim_time: bool) -> dict[str, 
     for node in node_names():
         values = node_settings(node, overrides)
         # rcl's YAML parser rejects empty sequences; an absent list means "default" anyway.
-        values = {k: v for k, v in values.items() if v != []}
+        # Each node gets its own copy of a list: one list shared by two nodes (an override
+        # both declare, operator_keys) would be dumped as a YAML alias, which rcl refuses.
+        values = {k: list(v) if isinstance(v, list) else v for k, v in values.items()
+                  if v != []}
         if "database_url" in values:  # the nodes see the real path ($ROS_HOME resolved)
             values["database_url"] = resolve_database_url(values["database_url"])
         values["use_sim_time"] = use_sim_time

@@ -17,6 +17,8 @@ reads). `str(error)` is the one line the command line prints.
     │   ├── consolidation.override_records.OverrideError  an override that cannot be recorded
     │   ├── explain.FactNotFound                  no such fact for this identity
     │   ├── evidence.witness.WitnessError         a signing key or witness file unusable
+    │   ├── operator_credentials.OperatorKeysError  operator keys that cannot be read
+    │   ├── operator_credentials.CredentialRefused  a request's operator credential refused
     │   ├── store.roles.RoleError                 a role name or identity the fleet store refuses
     │   ├── priors_sources.PriorsError            a priors source that fails its check
     │   └── intake.admission.Refused              (internal: a result not admitted)

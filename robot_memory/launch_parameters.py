@@ -29,7 +29,8 @@ import yaml
 from robot_memory.parameters import node_defaults, node_names, node_parameters
 
 # Launch arguments that set the node parameter of the same name.
-STRING_ARGUMENTS = ("manifest_path", "certified_hash", "certified_hash_file", "database_url")
+STRING_ARGUMENTS = ("manifest_path", "certified_hash", "certified_hash_file", "database_url",
+                    "operator_keys_file")
 ARGUMENTS = (*STRING_ARGUMENTS, "use_sim_time")
 PARAMETERS_KEY = "ros__parameters"
 EVERY_NODE = "/**"

@@ -18,6 +18,7 @@ MAX_VALUE_JSON = 65536  # an operator fact's value
 MAX_PATH = 4096
 MAX_FACT_KINDS = 32
 MAX_TARGET_PROPERTIES = 32  # measured properties a grounding request may give
+MAX_CREDENTIAL = 512  # an operator credential (operator_credentials: about 160)
 
 # A number is a text's limit in characters; a (items, characters) pair a list's (of texts,
 # or of KeyValue pairs: then the characters of each key).
@@ -28,7 +29,7 @@ GROUND = {"skill_id": MAX_TEXT, "target_class": MAX_TEXT, "environment": MAX_TEX
 EXPLAIN = {"kind": MAX_KIND, "key": MAX_FACT_KEY}
 OVERRIDE = {"action": MAX_KIND, "operator_name": MAX_TEXT, "reason": MAX_NOTES,
             "kind": MAX_KIND, "key": MAX_FACT_KEY, "value_json": MAX_VALUE_JSON,
-            "archive_path": MAX_PATH}
+            "archive_path": MAX_PATH, "credential": MAX_CREDENTIAL}
 
 
 def over_limit(request: Any, limits: dict[str, Any]) -> tuple[str, str] | None:

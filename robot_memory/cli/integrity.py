@@ -70,9 +70,17 @@ def _verify_witness(args, identity: str | None) -> bool:
 
 def cmd_keygen(args) -> int:
     from robot_memory.evidence.witness import generate_key_pair, key_id, load_public_key
+    if args.operator:  # before any file is written
+        from robot_memory.operator_credentials import check_name
+        check_name(args.operator)
     private_path, public_path = generate_key_pair(args.out)
+    public_key = load_public_key(public_path)
     print(f"private key {private_path} (mode 0600), public key {public_path} "
-          f"(key id {key_id(load_public_key(public_path))})")
+          f"(key id {key_id(public_key)})")
+    if args.operator:
+        from robot_memory.operator_credentials import key_line
+        print("operator_keys line (the parameter's entry, or a line of operator_keys_file):")
+        print(key_line(args.operator, public_key))
     return 0
 
 

@@ -11,6 +11,7 @@ from robot_memory.cli.integrity import (cmd_checkpoint, cmd_compact, cmd_forget_
                                         cmd_keygen, cmd_verify)
 from robot_memory.cli.knowledge import (cmd_consolidate, cmd_explain, cmd_facts, cmd_override,
                                         cmd_replay)
+from robot_memory.cli.operator import cmd_sign
 from robot_memory.cli.running import cmd_bringup, cmd_db, cmd_demo, cmd_hash, cmd_migrate
 from robot_memory.errors import EXIT_CODES
 
@@ -140,10 +141,57 @@ def build_parser() -> argparse.ArgumentParser:
     with_archive_dir(p, "where the segment is")
     p.set_defaults(func=cmd_forget_segment)
 
-    p = verbs.add_parser("keygen", help="create an Ed25519 key pair for signed checkpoints")
+    p = verbs.add_parser("keygen", help="create an Ed25519 key pair for signed checkpoints "
+                                        "or an operator's credentials")
     p.add_argument("--out", required=True, metavar="PREFIX",
                    help="writes PREFIX (private, mode 0600) and PREFIX.pub")
+    p.add_argument("--operator", metavar="NAME",
+                   help="an operator's key: also print its line for the operator_keys "
+                        "parameter or operator_keys_file (NAME is the operator the nodes "
+                        "record)")
     p.set_defaults(func=cmd_keygen)
+
+    p = verbs.add_parser("sign", help="an operator's credential for a request to the running "
+                                      "stack: prints the request with it, for ros2 service "
+                                      "call")
+    requests = p.add_subparsers(dest="request", required=True, metavar="REQUEST")
+
+    def signed(name: str, help_text: str, service: str):
+        q = requests.add_parser(name, help=help_text)
+        q.add_argument("--key", required=True, metavar="FILE",
+                       help="the operator's private key (robot-memory keygen --operator; "
+                            "mode 0600)")
+        q.add_argument("--namespace", default="", help="the stack's namespace (default none)")
+        q.add_argument("--service", default="", metavar="NAME",
+                       help=f"the service's full name (default /NAMESPACE/{service})")
+        q.add_argument("--credential-only", action="store_true",
+                       help="print the credential alone (the request sent must have exactly "
+                            "the fields signed, defaults included)")
+        q.set_defaults(func=cmd_sign)
+        return q
+
+    q = signed("override", "an Override request (every action)", "override")
+    q.add_argument("--action", required=True,
+                   choices=["operator_fact", "invalidate", "freeze", "unfreeze",
+                            "reset_semantic"])
+    q.add_argument("--reason", required=True, help="why (kept in the log)")
+    q.add_argument("--operator-name", default="",
+                   help="operator_name field: empty (the default) or the key's operator")
+    q.add_argument("--fact-id", type=int, default=0, help="invalidate: the fact's id")
+    q.add_argument("--kind", default="", help="invalidate, operator_fact: the fact's kind")
+    q.add_argument("--fact-key", default="", help="invalidate, operator_fact: the fact's key")
+    q.add_argument("--value", help="operator_fact: the fact value, a JSON object")
+    q.add_argument("--confidence", type=float, default=0.0,
+                   help="operator_fact: its confidence in [0, 1] (default 0.0, the field's)")
+    q.add_argument("--archive", default="",
+                   help="reset_semantic: archive file inside the consolidator's archive_dir")
+    signed("consolidate", "a Consolidate request that applies the pass (dry_run false; a "
+                          "dry run needs no credential)", "consolidate")
+    q = signed("manage-nodes", "a ManageNodes request (STARTUP, PAUSE, RESUME)",
+               "manifest_verifier/manage_nodes")
+    q.add_argument("--command", required=True, help="STARTUP, PAUSE or RESUME (or 0, 1, 2)")
+    q.add_argument("--node", action="append", default=[], metavar="NAME",
+                   help="a managed node (repeatable; default: all)")
 
     p = with_store(verbs.add_parser("checkpoint", help="sign the chain head and append it to "
                                                        "a witness file"))

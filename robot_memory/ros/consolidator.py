@@ -22,8 +22,10 @@ from rclpy.event_handler import PublisherEventCallbacks
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
 from robot_memory.consolidation.changes import facts_written
 from robot_memory.consolidation.checkpoint import backlog, facts_at_checkpoint, read_checkpoint
-from robot_memory.consolidation.overrides import (OverrideError, OverridePrivacyRefused,
+from robot_memory.consolidation.overrides import (RESET_SEMANTIC, OverrideError,
+                                                  OverridePrivacyRefused, default_archive_path,
                                                   record_override)
+from robot_memory.consolidation.reset_archive import archive_path_inside
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.consolidation.rules import STATUS_ACTIVE
 from robot_memory.growth import OK as GROWTH_OK
@@ -31,6 +33,7 @@ from robot_memory.growth import GrowthGuard
 from robot_memory.msg import SemanticFactArray
 from robot_memory.request_limits import OVERRIDE as OVERRIDE_LIMITS
 from robot_memory.request_limits import over_limit
+from robot_memory.ros.credentials import CredentialCheck
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.fact_snapshot import FactSnapshot
 from robot_memory.ros.heap import WORTH_RELEASING_MB, release_freed_memory
@@ -92,8 +95,13 @@ class Consolidator(ManagedMemoryNode):
         wall = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
                           clock=wall)
-        self.create_service(Consolidate, "consolidate", self.on_consolidate_request)
-        self.create_service(Override, "override", self.on_override_request)
+        # Only an operator may change what the robot knows: override, and consolidate
+        # unless it is a dry run, need a signed credential; the timers' passes do not.
+        self.credentials = CredentialCheck(self, self.params)
+        self._consolidate_service = self.create_service(Consolidate, "consolidate",
+                                                        self.on_consolidate_request)
+        self._override_service = self.create_service(Override, "override",
+                                                     self.on_override_request)
         ActiveTimer(self, self.params["period_s"], self.on_pass_timer)  # the node clock
         if self.params["pass_after_new_events"] > 0:
             ActiveTimer(self, self.params["new_event_poll_period_s"], self.on_poll_timer,
@@ -147,6 +155,12 @@ class Consolidator(ManagedMemoryNode):
         if not self.serving:
             response.success, response.reason = False, f"inactive: {self.inactive_reason}"
             return response
+        if not request.dry_run:
+            operator, refused = self.credentials.operator_of(
+                self._consolidate_service.service_name, request)
+            if operator is None:
+                response.success, response.reason = False, refused
+                return response
         report = self.run_pass(apply=not request.dry_run)
         if report is None:
             response.success, response.reason = False, self.last_error
@@ -168,13 +182,22 @@ class Consolidator(ManagedMemoryNode):
             self.refused_requests += 1
             response.reason = "refused: {}: {}".format(*too_long)
             return response
+        operator, refused = self.credentials.operator_of(self._override_service.service_name,
+                                                         request)
+        if operator is None:
+            response.reason = refused
+            return response
         try:
-            event = record_override(self.partition, request.action, request.operator_name,
+            archive_path = ""
+            if request.action == RESET_SEMANTIC:  # never outside the archive folder
+                archive_path = str(archive_path_inside(
+                    self._archive_dir, request.archive_path,
+                    default_archive_path(self.partition).name))
+            event = record_override(self.partition, request.action, operator.name,
                                     request.reason, self.get_clock().now().nanoseconds,
                                     fact_id=request.fact_id, kind=request.kind,
                                     key=request.key, value_json=request.value_json,
-                                    confidence=request.confidence,
-                                    archive_path=request.archive_path)
+                                    confidence=request.confidence, archive_path=archive_path)
         except OverrideError as exc:
             response.reason = str(exc)
             return response
@@ -184,8 +207,8 @@ class Consolidator(ManagedMemoryNode):
             response.reason = str(exc)
             return response
         self.overrides += 1
-        self.get_logger().warning(f"override {request.action} by {request.operator_name!r} "
-                                  f"(event {event.id}): {request.reason}")
+        self.get_logger().warning(f"override {request.action} by {operator.name!r} (key "
+                                  f"{operator.key_id}, event {event.id}): {request.reason}")
         response.success, response.event_id = True, event.id
         report = self.run_pass()
         response.run_event_id = (report.run_event_id or 0) if report else 0
@@ -333,7 +356,8 @@ class Consolidator(ManagedMemoryNode):
                   **{f"refused.privacy_{category}": n
                      for category, n in sorted(self.privacy_refused.items())},
                   "compactions": self.compactions, "archive_dir": str(self._archive_dir),
-                  "store_size_mb": round(self.store_size / MB, 3)}
+                  "store_size_mb": round(self.store_size / MB, 3),
+                  **self.credentials.diagnostic_values()}
         if report is not None:
             values.update({"last_pass_duration_ms": round(report.duration_s * 1000, 3),
                            "last_pass_events_read": report.events_read,

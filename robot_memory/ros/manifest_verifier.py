@@ -20,6 +20,7 @@ from robot_memory.event_kinds import IDENTITY_VERIFICATION
 from robot_memory.manifest import ManifestError, load_manifest, read_certified_hash
 from robot_memory.msg import IdentityStatus
 from robot_memory.ros.checkpoint_signer import CheckpointSigner
+from robot_memory.ros.credentials import CredentialCheck
 from robot_memory.srv import ManageNodes
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.identity_gate import STATE_NAMES
@@ -54,7 +55,11 @@ class ManifestVerifier(Node):
         self.full_check_done = False
         if self.status.state == IdentityStatus.VERIFIED and self.params["full_check_after_boot"]:
             self._start_full_check()
-        self.create_service(ManageNodes, "~/manage_nodes", self.on_manage_nodes_request)
+        # Only an operator may pause, resume or start the memory nodes: every command
+        # needs a signed credential.
+        self.credentials = CredentialCheck(self, self.params)
+        self._manage_service = self.create_service(ManageNodes, "~/manage_nodes",
+                                                   self.on_manage_nodes_request)
         self.diagnostics = DiagnosticsPublisher(self)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
@@ -73,6 +78,7 @@ class ManifestVerifier(Node):
             values.update({f"held.{name}": holds.get(name, "no")
                            for name in self.lifecycle.node_names})
         values.update(self.checkpoints.diagnostic_values())
+        values.update(self.credentials.diagnostic_values())
         level = OK if self.status.state == IdentityStatus.VERIFIED else ERROR
         if level == OK and self.checkpoints.witness.warning:
             level, message = WARN, f"{message}; {self.checkpoints.witness.warning}"
@@ -89,6 +95,11 @@ class ManifestVerifier(Node):
         managed = list(self.params["managed_nodes"])
         names = list(request.node_names) or managed
         unknown = sorted(set(names) - set(managed))
+        operator, refused = self.credentials.operator_of(self._manage_service.service_name,
+                                                         request)
+        if operator is None:  # counted and logged (throttled) by the check
+            response.success, response.message = False, refused
+            return response
         if unknown:
             response.success = False
             response.message = f"node_names: {unknown} not managed; managed_nodes: {managed}"
@@ -117,7 +128,7 @@ class ManifestVerifier(Node):
             response.success = False
             response.message = (f"command: {request.command} is not STARTUP (0), PAUSE (1) "
                                 "or RESUME (2)")
-        self.get_logger().info(f"manage_nodes: {response.message}")
+        self.get_logger().info(f"manage_nodes by {operator.name}: {response.message}")
         return response
 
     def check(self) -> IdentityStatus:

@@ -8,7 +8,11 @@ import sqlite3
 import time
 from pathlib import Path
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from robot_memory.bringup import Stack
+from robot_memory.operator_credentials import key_line
+from robot_memory.ros.credentials import sign_message
 from robot_memory.sim.episodes import Episode
 from robot_memory.sim.policy import SKIP
 from robot_memory.sim.run_sim import Nodes, _wait, wait_stack_ready
@@ -18,6 +22,10 @@ from robot_memory.srv import Consolidate
 
 # Passes only when requested: no timer pass within a run, none for a backlog.
 ON_REQUEST = {"period_s": 86400.0, "pass_after_new_events": 0}
+# The operator who requests them: a key made for this run, the only one its stacks accept
+# (applying a pass over the `consolidate` service needs an operator's credential).
+OPERATOR_KEY = Ed25519PrivateKey.generate()
+OPERATOR_KEYS = [key_line("sim_operator", OPERATOR_KEY.public_key())]
 
 
 def start_stack(db_path: Path, manifest: Path, certified_hash_file: Path, log,
@@ -25,7 +33,8 @@ def start_stack(db_path: Path, manifest: Path, certified_hash_file: Path, log,
     """The four nodes on this store and manifest, on sim time (`settings`: more node
     parameters, e.g. priors_sources)."""
     return Stack({"database_url": f"sqlite:///{db_path}", "manifest_path": str(manifest),
-                  "certified_hash_file": str(certified_hash_file), **ON_REQUEST, **settings},
+                  "certified_hash_file": str(certified_hash_file), **ON_REQUEST,
+                  "operator_keys": OPERATOR_KEYS, **settings},
                  use_sim_time=True).start(stdout=log, stderr=log)
 
 
@@ -36,7 +45,8 @@ def consolidate(nodes: Nodes, client, covered: int, timeout_s: float = 60.0) -> 
     while nodes.planner.observations_in_memory() < covered:
         if time.monotonic() > deadline:
             raise TimeoutError(f"no pass covered {covered} attempts in {timeout_s} s")
-        future = client.call_async(Consolidate.Request(dry_run=False))
+        future = client.call_async(sign_message(OPERATOR_KEY, client.service_name,
+                                                Consolidate.Request(dry_run=False)))
         _wait(future.done, timeout_s, "the consolidate service's answer")
         if not future.result().success:
             raise RuntimeError(f"consolidate refused: {future.result().reason}")

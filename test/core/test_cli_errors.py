@@ -48,6 +48,11 @@ VERB_BASES: dict[str, tuple[list[str], bool]] = {
     "bringup": (["bringup", "--manifest", "{manifest}", "--db", "{db}"], False),
     "demo": (["demo", "--db", "{db}"], False),
     "keygen": (["keygen", "--out", "{missing}"], False),
+    "sign override": (["sign", "override", "--key", "{operator_key}", "--action", "freeze",
+                       "--reason", "test"], False),
+    "sign consolidate": (["sign", "consolidate", "--key", "{operator_key}"], False),
+    "sign manage-nodes": (["sign", "manage-nodes", "--key", "{operator_key}", "--command",
+                           "PAUSE"], False),
     "checkpoint": (["checkpoint", *STORE_ARGS, "--key", "{key}", "--witness", "{witness}"],
                    True),
     "db": (["db", "init", "--print-sql", "--db", "postgresql+psycopg://127.0.0.1:1/x"], False),
@@ -160,6 +165,25 @@ SPECIFIC_ROWS = [
         ("--period", "often")),
     Row("keygen: folder does not exist", ["keygen", "--out", "/nonexistent/dir/key"], INPUT,
         ("/nonexistent/dir/key",)),
+    Row("keygen: operator name with a space", ["keygen", "--out", "{missing}", "--operator",
+                                               "two words"], INPUT, ("operator", "two words")),
+    Row("sign override: missing key file", ["sign", "override", "--key", "{missing}",
+                                            "--action", "freeze", "--reason", "r"], INPUT,
+        ("missing.yaml", "key")),
+    Row("sign override: key readable by others", ["sign", "override", "--key",
+                                                  "{open_key}", "--action", "freeze",
+                                                  "--reason", "r"], INPUT,
+        ("open_key", "chmod 600")),
+    Row("sign override: unknown action", ["sign", "override", "--key", "{operator_key}",
+                                          "--action", "forget", "--reason", "r"], USAGE,
+        ("--action", "forget")),
+    Row("sign override: value not JSON", ["sign", "override", "--key", "{operator_key}",
+                                          "--action", "operator_fact", "--reason", "r",
+                                          "--value", "{x"], USAGE, ("--value", "not JSON")),
+    Row("sign manage-nodes: unknown command", ["sign", "manage-nodes", "--key",
+                                               "{operator_key}", "--command", "REBOOT"],
+        USAGE, ("--command", "REBOOT")),
+    Row("sign: no request", ["sign"], USAGE, ("REQUEST",)),
     Row("checkpoint: missing key file", ["checkpoint", *STORE_ARGS, "--key", "{missing}",
                                          "--witness", "{witness}"], INPUT,
         ("missing.yaml", "key")),
@@ -229,8 +253,12 @@ def places(tmp_path_factory):
     assert holder.stdout.readline().strip() == "holding"
     from robot_memory.evidence.witness import generate_key_pair
     key, _public = generate_key_pair(root / "checkpoint_key")
+    operator_key, _public = generate_key_pair(root / "operator_key")
+    open_key, _public = generate_key_pair(root / "open_key")
+    open_key.chmod(0o644)
     yield {"db": f"sqlite:///{db}", "manifest": str(manifest), "jsonl": str(jsonl),
-           "key": str(key), "witness": str(root / "witness.jsonl"),
+           "key": str(key), "operator_key": str(operator_key), "open_key": str(open_key),
+           "witness": str(root / "witness.jsonl"),
            "missing": str(root / "missing.yaml"), "corrupt_db": f"sqlite:///{corrupt}",
            "locked_db": f"sqlite:///{locked}?timeout=0.2", "future_db": f"sqlite:///{future}",
            "grown_db": f"sqlite:///{grown}", "not_yaml": str(not_yaml),
@@ -286,8 +314,9 @@ def test_every_verb_has_rows():
     covered = {name.split()[0] for name in VERB_BASES}
     missing = sorted(set(verbs) - covered)
     assert not missing, f"add {missing} to VERB_BASES in {__file__}"
-    override = verbs["override"]._subparsers._group_actions[0].choices
-    assert {f"override {action}" for action in override} <= set(VERB_BASES)
+    for grouped in ("override", "sign"):
+        actions = verbs[grouped]._subparsers._group_actions[0].choices
+        assert {f"{grouped} {action}" for action in actions} <= set(VERB_BASES)
 
 
 def test_help_documents_every_exit_code(capsys):

@@ -2,6 +2,8 @@
 
 Each test gets its own namespace, a fresh SQLite file and a probe node in the test
 process (spun by a background executor) that publishes, subscribes and calls services.
+The stacks accept the operator key of the session (OPERATOR), which the probe signs the
+mutating requests with (`call_signed`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import time
 
 import pytest
 import rclpy
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
@@ -19,12 +22,20 @@ from rclpy.node import Node
 from robot_memory.bringup import Stack
 from robot_memory.ros.client import GroundingClient
 from robot_memory.manifest import load_manifest
+from robot_memory.operator_credentials import key_line
 from robot_memory.msg import ExecutionResult, IdentityStatus, KeyValue, SemanticFactArray
+from robot_memory.ros.credentials import sign_message
 from robot_memory.ros.matching import wait_for_subscriber
 from robot_memory.ros.qos import (DIAGNOSTICS_QOS, EXECUTION_RESULTS_QOS, FACTS_QOS,
                                   IDENTITY_STATUS_QOS)
 
 _names = itertools.count()
+
+# The operator the test stacks accept (start_stack's operator_keys), and the key the
+# probe signs with: made once per session.
+OPERATOR = "alice"
+OPERATOR_KEY = Ed25519PrivateKey.generate()
+OPERATOR_KEYS = [key_line(OPERATOR, OPERATOR_KEY.public_key())]
 
 # Run a test against both process modes: `@BOTH_PROCESS_MODES` overrides the
 # `one_process` fixture below (four processes unless a test asks).
@@ -65,6 +76,7 @@ class Probe(Node):
                                  DIAGNOSTICS_QOS)
         self.grounding = GroundingClient(self, timeout_s=5.0)
         self._kept_clients = {}
+        self.last_signed = None  # the request call_signed sent last, credential included
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
@@ -78,6 +90,16 @@ class Probe(Node):
 
         Clients are kept, and a new one waits a moment after wait_for_service: the server
         may not have matched it yet, and DDS then drops the request or the answer."""
+        return self._call(self._client(srv_type, name, timeout), request, timeout)
+
+    def call_signed(self, srv_type, name: str, request, timeout: float = 30.0,
+                    key=OPERATOR_KEY):
+        """call(), the request signed by the operator's `key` for this service."""
+        client = self._client(srv_type, name, timeout)
+        self.last_signed = sign_message(key, client.service_name, request)
+        return self._call(client, self.last_signed, timeout)
+
+    def _client(self, srv_type, name: str, timeout: float):
         client = self._kept_clients.get((srv_type, name))
         new = client is None
         if new:
@@ -85,6 +107,10 @@ class Probe(Node):
         assert client.wait_for_service(timeout_sec=timeout), f"service {name} not available"
         if new:  # discovery is not symmetric: let the server's side match this client too
             time.sleep(0.5)
+        return client
+
+    def _call(self, client, request, timeout: float):
+        name = client.service_name
         future = client.call_async(request)
         wait_until(future.done, timeout, f"an answer from {name}")
         return future.result()
@@ -165,7 +191,7 @@ def start_stack(tmp_path, namespace, manifest_file, certified_hash, db_url, one_
               nodes: list[str] | None = None, **overrides) -> Stack:
         settings = {"database_url": db_url, "manifest_path": str(manifest_file),
                     "certified_hash": certified_hash, "period_s": 0.5,
-                    "diagnostics_period_s": 0.2, **overrides}
+                    "diagnostics_period_s": 0.2, "operator_keys": OPERATOR_KEYS, **overrides}
         log = open(tmp_path / "stack.log", "ab")
         stack = Stack(settings, use_sim_time=use_sim_time, namespace=namespace,
                       one_process=one_process, own_process_group=own_process_group,

@@ -18,9 +18,10 @@ from robot_memory.consolidation.consolidation_pass import facts_snapshot
 from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.msg import ExecutionResult, KeyValue
 from robot_memory.srv import Consolidate, RecordEvent
+from robot_memory.ros.credentials import sign_message
 from robot_memory.store import MemoryStore, verify_chain
 
-from ros.conftest import BOTH_PROCESS_MODES, wait_until
+from ros.conftest import BOTH_PROCESS_MODES, OPERATOR_KEY, wait_until
 
 
 def attempt(n: int) -> ExecutionResult:
@@ -32,11 +33,11 @@ def attempt(n: int) -> ExecutionResult:
     return msg
 
 
-def call_or_none(probe, srv_type, name, request, timeout=20.0):
+def call_or_none(probe, srv_type, name, request, timeout=20.0, signed=False):
     """A call that may go unanswered: until discovery drops the killed process, a request
-    can still be routed to it."""
+    can still be routed to it. `signed`: by the operator (a new credential each call)."""
     try:
-        return probe.call(srv_type, name, request, timeout)
+        return (probe.call_signed if signed else probe.call)(srv_type, name, request, timeout)
     except AssertionError:
         return None
 
@@ -155,7 +156,9 @@ def test_kill_9_consolidator_mid_pass_then_next_pass_is_byte_equal(probe, start_
     # the kill lands mid-pass however fast the pass is.
     blocker = sqlite3.connect(db_url[len("sqlite:///"):], isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
-    client.call_async(Consolidate.Request(dry_run=False))  # its answer never comes
+    # its answer never comes
+    client.call_async(sign_message(OPERATOR_KEY, client.service_name,
+                                   Consolidate.Request(dry_run=False)))
     time.sleep(1.0)
     os.kill(stack.processes["consolidator"].pid, signal.SIGKILL)
     stack.processes["consolidator"].wait()
@@ -165,7 +168,8 @@ def test_kill_9_consolidator_mid_pass_then_next_pass_is_byte_equal(probe, start_
     with open(tmp_path / "stack.log", "ab") as log:
         stack.respawn("consolidator", stdout=log, stderr=log)
     answer = wait_until(lambda: (r := call_or_none(probe, Consolidate, "consolidate",
-                                                   Consolidate.Request(dry_run=False)))
+                                                   Consolidate.Request(dry_run=False),
+                                                   signed=True))
                         and r.success and r, 120, "a pass by the respawned consolidator")
     assert answer.events_read >= 20000
     consolidation_pass(reference)

@@ -193,16 +193,17 @@ def test_override_service_and_cli_take_effect_on_the_running_stack(probe, start_
     probe.wait_identity()
     wait_active(probe, "grounding_server")
     wait_active(probe, "consolidator")
-    assert probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=False)).success
+    assert probe.call_signed(Consolidate, "consolidate",
+                             Consolidate.Request(dry_run=False)).success
     served = wait_until(lambda: (a := probe.grounding.query(
         "manipulation.grasp", "glass_cup", "sim_relaxed")).status == "OK" and a, 20, "a fact")
     fact = next(f for f in served.facts if f.kind == "skill_success_rate")
 
-    refused = probe.call(Override, "override", Override.Request(
+    refused = probe.call_signed(Override, "override", Override.Request(
         action=Override.Request.ACTION_INVALIDATE, operator_name="alice", reason="",
         fact_id=fact.fact_id))
     assert not refused.success and refused.reason.startswith("reason: required")
-    done = probe.call(Override, "override", Override.Request(
+    done = probe.call_signed(Override, "override", Override.Request(
         action=Override.Request.ACTION_INVALIDATE, operator_name="alice",
         reason="wrong gripper fitted during those trials", fact_id=fact.fact_id))
     assert done.success and done.event_id > 0 and done.run_event_id > done.event_id

@@ -18,8 +18,8 @@ INACTIVE, ACTIVE = State.PRIMARY_STATE_INACTIVE, State.PRIMARY_STATE_ACTIVE
 
 
 def manage(probe, command, *names) -> ManageNodes.Response:
-    return probe.call(ManageNodes, "manifest_verifier/manage_nodes",
-                      ManageNodes.Request(command=command, node_names=list(names)))
+    return probe.call_signed(ManageNodes, "manifest_verifier/manage_nodes",
+                             ManageNodes.Request(command=command, node_names=list(names)))
 
 
 def stays(probe, node, state, seconds=2.5):

@@ -63,14 +63,14 @@ def test_the_consolidator_holds_its_store_from_configure_to_cleanup_and_publishe
     transition(probe, "consolidator", Transition.TRANSITION_CONFIGURE)
     assert lifecycle_state(probe, "consolidator") == State.PRIMARY_STATE_INACTIVE
     assert holds_store(pid, db_url), "configure opens the store"
-    refused = probe.call(Consolidate, "consolidate", Consolidate.Request())
+    refused = probe.call_signed(Consolidate, "consolidate", Consolidate.Request())
     assert not refused.success and refused.reason.startswith("inactive: "), refused.reason
     time.sleep(QUIET_S)
     assert len(probe.facts) == published, "configured but inactive, `facts` stays silent"
 
     transition(probe, "consolidator", Transition.TRANSITION_ACTIVATE)
     wait_until(lambda: len(probe.facts) > published, 10, "the snapshot on activation")
-    assert probe.call(Consolidate, "consolidate", Consolidate.Request()).success
+    assert probe.call_signed(Consolidate, "consolidate", Consolidate.Request()).success
 
 
 def test_the_grounding_server_serves_only_while_active_and_builds_anew_after_cleanup(

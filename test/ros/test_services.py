@@ -39,14 +39,14 @@ def test_consolidate_service_previews_then_applies(probe, start_stack):
     assert "dry run, nothing written" in preview.diff
     assert rate_facts(probe) == []  # a preview publishes nothing
 
-    applied = probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=False))
+    applied = probe.call_signed(Consolidate, "consolidate", Consolidate.Request(dry_run=False))
     assert applied.success and applied.run_event_id > 0 and applied.facts_touched >= 2
     assert "[applied]" in applied.diff
     probe.wait_fact(lambda f: f.key == KEY and f.n_observations == 8)
     wait_until(lambda: deltas, 10, "a per-pass delta on facts_delta")
     assert {f.kind for f in deltas[-1].facts} >= {"skill_success_rate", "interaction_pattern"}
 
-    again = probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=False))
+    again = probe.call_signed(Consolidate, "consolidate", Consolidate.Request(dry_run=False))
     assert (again.events_read, again.facts_touched, again.run_event_id) == (0, 0, 0)
     # The label says what was asked for and what came of it.
     assert "[nothing new to consolidate, nothing written]" in again.diff
@@ -66,9 +66,11 @@ def test_a_late_facts_subscriber_gets_the_facts_of_the_last_pass(probe, start_st
         probe.destroy_subscription(subscription)
     wait_until(lambda: probe.count_subscribers(topic) == 0, 10, "no subscriber on facts")
     time.sleep(0.5)  # the consolidator's side of the graph catches up too
-    applied = wait_until(lambda: (r := probe.call(Consolidate, "consolidate", Consolidate
-                                                  .Request(dry_run=False))).events_read and r,
-                         20, "a pass over the stored results")
+
+    def apply():
+        return probe.call_signed(Consolidate, "consolidate", Consolidate.Request(dry_run=False))
+    applied = wait_until(lambda: (r := apply()).events_read and r, 20,
+                         "a pass over the stored results")
     assert applied.success and applied.events_read == 8
 
     late: list[SemanticFactArray] = []
@@ -121,8 +123,8 @@ def test_grounding_catches_up_after_a_pass_run_outside_the_node(probe, start_sta
                "the CLI pass over 6 stored results")
     for i in range(4):
         probe.publish_result(stamp_s=100 + i, target_class="mug")
-    wait_until(lambda: probe.call(Consolidate, "consolidate",
-                                  Consolidate.Request(dry_run=False)).events_read == 4,
+    wait_until(lambda: probe.call_signed(Consolidate, "consolidate",
+                                         Consolidate.Request(dry_run=False)).events_read == 4,
                20, "the node's pass over the mug results")
     for target, n in (("glass_cup", 6), ("mug", 4)):
         answer = wait_until(lambda t=target: (a := probe.grounding.query(

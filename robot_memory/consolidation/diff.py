@@ -8,9 +8,12 @@ _SHOWN = ("n", "successes", "rate", "shrunk_rate", "confidence", "most_common_fa
 
 
 def _flat(value: dict) -> dict:
-    out = {k: value[k] for k in _SHOWN if k in value}
-    for name, band in value.get("recommended_parameters", {}).items():
-        out[f"recommended.{name}"] = band["median"]
+    try:
+        out = {k: value[k] for k in _SHOWN if k in value}
+        for name, band in value.get("recommended_parameters", {}).items():
+            out[f"recommended.{name}"] = band["median"]
+    except Exception:  # a stored value of another shape: shown as nothing, not raised
+        return {}
     return out
 
 

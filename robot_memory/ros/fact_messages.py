@@ -30,16 +30,23 @@ class FactMessages:
 
     def __init__(self, capacity: int = CAPACITY):
         self.capacity = capacity
+        self.faults = 0
         # id(row) -> (row, message): the row is kept, so its id is not reused meanwhile
         self._made: OrderedDict[int, tuple[FactRow, SemanticFact]] = OrderedDict()
 
-    def of(self, fact: FactRow) -> SemanticFact:
+    def of(self, fact: FactRow) -> SemanticFact | None:
+        """None (counted in `faults`) for a fact whose value no message can be made of:
+        the answer leaves it out, and only it."""
         key = id(fact)
         made = self._made.get(key)
         if made is not None and made[0] is fact:
             self._made.move_to_end(key)
             return made[1]
-        msg = fact_to_msg(fact)
+        try:
+            msg = fact_to_msg(fact)
+        except Exception:
+            self.faults += 1
+            return None
         self._made[key] = (fact, msg)
         if len(self._made) > self.capacity:
             self._made.popitem(last=False)

@@ -15,6 +15,7 @@ from robot_memory.consolidation import overrides as ov
 from robot_memory.consolidation.checkpoint import ill_shaped_overrides
 from robot_memory.consolidation.fact_schemas import REQUIRED, SCHEMAS, value_problem
 from robot_memory.event_kinds import OVERRIDE
+from robot_memory.evidence.bundle import export_bundle, import_bundle
 from robot_memory.fact_array_cdr import fact_element, served_fields
 from robot_memory.grounding import OK, GroundingIndex, GroundingRequest
 from robot_memory.store import MemoryStore
@@ -154,3 +155,17 @@ def test_an_ill_shaped_stored_operator_fact_is_left_out_of_the_index_alone(part)
                                          "sim_relaxed")).status == OK
     changed = index.with_changes([bad])
     assert changed.size == len(good) and set(changed.left_out) == set(index.left_out)
+
+
+def test_a_bundle_with_one_in_its_log_imports_with_the_same_skip(part, tmp_path):
+    """Bundle import re-runs the passes: the ill-shaped operator fact is skipped again,
+    so the chain and the facts come out the same."""
+    part.append_many([result_event(i) for i in range(8)])
+    logged_operator_fact(part, "zone_risk", "zone + dock", {"scope": "zone"})
+    consolidation_pass(part)
+    export_bundle(part, tmp_path / "bundle")
+    imported, passes = import_bundle(tmp_path / "bundle",
+                                     MemoryStore(f"sqlite:///{tmp_path / 'copy.db'}"))
+    assert passes == 1 and imported.head() == part.head()
+    assert facts_snapshot(imported) == facts_snapshot(part)
+    assert [s.problem.field for s in ill_shaped_overrides(imported)] == ["value.zone"]

@@ -5,6 +5,8 @@ replay, named, and can be retracted by a well-shaped operator fact for its key."
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from robot_memory.event_kinds import OVERRIDE
 from robot_memory.evidence.bundle import export_bundle, import_bundle
 from robot_memory.fact_array_cdr import fact_element, served_fields
 from robot_memory.grounding import OK, GroundingIndex, GroundingRequest
+from robot_memory.manifest import load_manifest
 from robot_memory.store import MemoryStore
 
 IDENT = "f" * 64
@@ -169,3 +172,15 @@ def test_a_bundle_with_one_in_its_log_imports_with_the_same_skip(part, tmp_path)
     assert passes == 1 and imported.head() == part.head()
     assert facts_snapshot(imported) == facts_snapshot(part)
     assert [s.problem.field for s in ill_shaped_overrides(imported)] == ["value.zone"]
+
+
+def test_consolidate_and_replay_name_the_skip(db_url, manifest_file):
+    part = MemoryStore(db_url).partition(load_manifest(manifest_file).identity_hash())
+    bad = logged_operator_fact(part, "object_property", "cup + mass_kg", {"band": 1})
+    store = ["--db", db_url, "--manifest", str(manifest_file)]
+    for verb in (["consolidate", "--apply"], ["replay", "--until-event", str(bad.id)]):
+        done = subprocess.run([sys.executable, "-m", "robot_memory.cli", *verb, *store],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        named = done.stdout + done.stderr
+        assert f"override event {bad.id}" in named and "value.target_class" in named, named

@@ -48,7 +48,8 @@ class OverridePlan:
     operator_facts: dict[tuple[str, str], RenderedFact] = field(default_factory=dict)
     invalidated: set[tuple[str, str]] = field(default_factory=set)
     keys_after: dict[int, set[tuple[str, str]]] = field(default_factory=dict)
-    # Overrides skipped, in log order (since the last reset or not: all of them).
+    # Overrides skipped, in log order, that no later override of their key (nor a
+    # reset) has retracted: what a node warns about.
     ill_shaped: list[IllShaped] = field(default_factory=list)
 
     def keys_changed_after(self, seq: int) -> set[tuple[str, str]]:
@@ -78,10 +79,9 @@ def plan_overrides(overrides: list[StoredEvent]) -> OverridePlan:
             plan.ill_shaped.append(IllShaped(event.id, event.seq, _text(payload, "fact_kind"),
                                              _text(payload, "fact_key"), problem))
             continue
-        if action == RESET_SEMANTIC:
+        if action == RESET_SEMANTIC:  # what came before it is void, skipped ones too
             frozen = plan.frozen_since
-            plan = OverridePlan(reset_seq=event.seq, frozen_since=frozen,
-                                ill_shaped=plan.ill_shaped)
+            plan = OverridePlan(reset_seq=event.seq, frozen_since=frozen)
         elif action == FREEZE:
             plan.frozen_since = plan.frozen_since or event.seq
         elif action == UNFREEZE:
@@ -89,6 +89,8 @@ def plan_overrides(overrides: list[StoredEvent]) -> OverridePlan:
         elif action in (OPERATOR_FACT, INVALIDATE):
             key = (payload["fact_kind"], payload["fact_key"])
             plan.keys_after.setdefault(event.seq, set()).add(key)
+            if plan.ill_shaped:  # an override of the key retracts skipped ones before it
+                plan.ill_shaped = [s for s in plan.ill_shaped if (s.kind, s.key) != key]
             if action == OPERATOR_FACT:
                 plan.operator_facts[key] = operator_fact(event)
                 plan.invalidated.discard(key)

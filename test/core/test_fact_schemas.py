@@ -120,7 +120,8 @@ def test_one_already_in_the_log_is_skipped_named_and_retracted_by_a_new_one(part
     # Retracted: a well-shaped operator fact for the key (the bad one never became a row).
     ov.record_override(part, "operator_fact", stamp_ns=2 * 10**12, kind="skill_success_rate",
                        key=KEY, value_json=json.dumps(WELL_SHAPED), **WHO)
-    consolidation_pass(part)
+    retracted = consolidation_pass(part)
+    assert retracted.ill_shaped == [] and ill_shaped_overrides(part) == []  # no more WARN
     rate = {(f.kind, f.key): f for f in part.facts()}[("skill_success_rate", KEY)]
     assert rate.rule_version == "operator/1"
     assert rate.value["recommended_parameters"] == {"force_n": {"median": 25}}

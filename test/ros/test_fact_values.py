@@ -120,3 +120,21 @@ def test_an_ill_shaped_operator_fact_already_in_the_log_is_skipped_and_the_stack
     wait_until(lambda: any(f.n_observations == 12 for f in served(probe).facts
                            if f.kind == "skill_success_rate"), 20, "the new pass served")
     all_up(probe, stack)
+    # Retracted by a well-shaped operator fact for the key: served, and the warnings clear.
+    retract = probe.call(Override, "override", Override.Request(
+        action=Override.Request.ACTION_OPERATOR_FACT, operator_name="alice",
+        reason="the force, as a band", kind="skill_success_rate",
+        key="manipulation.grasp + mug + sim_relaxed", confidence=0.9, value_json=json.dumps(
+            {"skill_id": "manipulation.grasp", "target_class": "mug",
+             "environment": "sim_relaxed",
+             "recommended_parameters": {"force_n": {"median": 25}}})))
+    assert retract.success and retract.run_event_id > 0, retract.reason
+    mug = wait_until(lambda: (a := probe.grounding.query(
+        "manipulation.grasp", "mug", "sim_relaxed")).status == "OK" and a, 20, "mug served")
+    assert [(kv.key, kv.value) for kv in mug.facts[0].recommended_parameters] == \
+        [("force_n", 25.0)]
+    wait_until(lambda: probe.statuses.get("consolidator", (1,))[0] == 0 and
+               probe.diagnostics["consolidator"].get("facts_left_out") == "0", 20,
+               lambda: f"the consolidator's warning to clear ({probe.statuses})")
+    wait_until(lambda: probe.diagnostics["grounding_server"].get("facts_left_out") == "0", 20,
+               "the index to take the retraction")

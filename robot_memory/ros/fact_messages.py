@@ -30,13 +30,13 @@ class FactMessages:
 
     def __init__(self, capacity: int = CAPACITY):
         self.capacity = capacity
-        self.faults = 0
+        self.failed: dict[tuple[str, str], str] = {}
         # id(row) -> (row, message): the row is kept, so its id is not reused meanwhile
         self._made: OrderedDict[int, tuple[FactRow, SemanticFact]] = OrderedDict()
 
     def of(self, fact: FactRow) -> SemanticFact | None:
-        """None (counted in `faults`) for a fact whose value no message can be made of:
-        the answer leaves it out, and only it."""
+        """None for a fact whose value no message can be made of (kept in `failed`: kind,
+        key -> why): the answer leaves it out, and only it."""
         key = id(fact)
         made = self._made.get(key)
         if made is not None and made[0] is fact:
@@ -44,8 +44,8 @@ class FactMessages:
             return made[1]
         try:
             msg = fact_to_msg(fact)
-        except Exception:
-            self.faults += 1
+        except Exception as exc:
+            self.failed[(fact.kind, fact.key)] = f"{type(exc).__name__}: {exc}"
             return None
         self._made[key] = (fact, msg)
         if len(self._made) > self.capacity:

@@ -340,7 +340,11 @@ class GroundingServer(ManagedMemoryNode):
                   "refused_requests": self.refused_requests,
                   "refused_deltas": self.refused_deltas,
                   "facts_left_out": len(self.index.left_out) if self.index else 0,
-                  "facts_not_sent": self._fact_messages.faults}
+                  "facts_not_sent": len(self._fact_messages.failed)}
+        for (kind, key), why in list(self._fact_messages.failed.items()):  # atomic copy
+            if (kind, key, why) not in self._logged_left_out:
+                self._logged_left_out.add((kind, key, why))
+                self.get_logger().warning(f"fact {kind} [{key}] left out of answers: {why}")
         if self.audit is not None:
             values.update({"audit_written": self.audit.written, "audit_queue": self.audit.depth,
                            "audit_overflowed": self.audit.overflowed})

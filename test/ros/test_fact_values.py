@@ -6,11 +6,17 @@ and serves."""
 
 import json
 
+from core.test_fact_value_fuzz import kinds_and_values
+from hypothesis import given, settings
+
 from robot_memory.consolidation import consolidation_pass
 from robot_memory.consolidation.checkpoint import read_checkpoint
+from robot_memory.consolidation.fact_schemas import value_problem
 from robot_memory.event_kinds import CONSOLIDATION_RUN, OVERRIDE
+from robot_memory.ros.client import format_grounding_block
+from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.srv import Consolidate, Override
-from robot_memory.store import FactWrite, MemoryStore, NewEvent
+from robot_memory.store import FactRow, FactWrite, MemoryStore, NewEvent
 from helpers import result_event
 
 from ros.conftest import wait_until
@@ -138,3 +144,28 @@ def test_an_ill_shaped_operator_fact_already_in_the_log_is_skipped_and_the_stack
                lambda: f"the consolidator's warning to clear ({probe.statuses})")
     wait_until(lambda: probe.diagnostics["grounding_server"].get("facts_left_out") == "0", 20,
                "the index to take the retraction")
+
+
+@settings(max_examples=60, deadline=None)
+@given(kinds_and_values)
+def test_a_value_of_its_kinds_shape_makes_a_message_and_a_prompt_block(kind_value):
+    """What a planner reads of a fact (the SemanticFact's served fields, the prompt
+    block) is there for any value of its kind's shape; any other value costs its own
+    parts of the block only."""
+    kind, value = kind_value
+    fact = FactRow(1, kind, "k", None, json.dumps(value), "active", 0.9, 5, "operator/1", 1, 1)
+    if value_problem(kind, value) is None:
+        msg = fact_to_msg(fact)
+        block = format_grounding_block([msg])
+        assert block.startswith("known facts for this robot: k: ")
+        assert "confidence = 0.90" in block
+        says_something = kind != "skill_success_rate" or msg.has_success_rate or \
+            bool(msg.recommended_parameters)
+        # The kind's own parts come before confidence whenever the value has any.
+        assert block.startswith("known facts for this robot: k: confidence") != says_something
+    else:
+        try:
+            msg = fact_to_msg(fact)
+        except Exception:  # the holders leave such a fact out (test_fact_snapshot.py)
+            return
+        assert "confidence = 0.90" in format_grounding_block([msg])

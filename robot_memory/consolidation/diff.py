@@ -17,6 +17,14 @@ def _flat(value: dict) -> dict:
     return out
 
 
+def _stored_value(row) -> dict:
+    """A stored row's value; {} for one that is not JSON (a hand-edited row)."""
+    try:
+        return row.value
+    except ValueError:
+        return {}
+
+
 def format_diff(report: PassReport) -> str:
     lines = [f"{report.summary()} [{report.outcome()}]"]
     new = [c for c in report.changes if c.old is None]
@@ -28,7 +36,7 @@ def format_diff(report: PassReport) -> str:
         fields = ", ".join(f"{k}={v}" for k, v in _flat(change.new_value).items())
         lines.append(f"+ {change.kind} [{change.key}] {change.new.status}: {fields}")
     for change in changed:
-        old, new_ = _flat(change.old.value), _flat(change.new_value)
+        old, new_ = _flat(_stored_value(change.old)), _flat(change.new_value)
         parts = [f"{k} {old.get(k)} -> {new_.get(k)}" for k in sorted(set(old) | set(new_))
                  if old.get(k) != new_.get(k)]
         if change.old.status != change.new.status:

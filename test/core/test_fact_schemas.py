@@ -185,3 +185,21 @@ def test_consolidate_and_replay_name_the_skip(db_url, manifest_file):
         assert done.returncode == 0, done.stderr
         named = done.stdout + done.stderr
         assert f"override event {bad.id}" in named and "value.target_class" in named, named
+
+
+def test_a_stored_row_that_is_not_json_costs_its_own_fact_only(part):
+    """A hand-edited row: the pass and its diff go on; the index leaves the row out."""
+    from robot_memory.consolidation.diff import format_diff
+    from sqlalchemy import text
+    part.append_many([result_event(i) for i in range(8)])
+    consolidation_pass(part)
+    with part.store.write() as conn:
+        conn.execute(text("UPDATE semantic_facts SET fact_value_json = '{not json' "
+                          "WHERE fact_kind = 'skill_success_rate'"))
+    part.append_many([result_event(100 + i) for i in range(4)])
+    report = consolidation_pass(part, apply=False)
+    assert f"~ skill_success_rate [{KEY}]: confidence None -> " in format_diff(report)
+    index = GroundingIndex(IDENT, part.facts())
+    assert list(index.left_out) == [("skill_success_rate", KEY)] and index.size >= 1
+    assert consolidation_pass(part).applied
+    assert GroundingIndex(IDENT, part.facts()).left_out == {}  # the pass rewrote it

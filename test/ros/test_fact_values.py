@@ -19,7 +19,7 @@ from robot_memory.srv import Consolidate, Override
 from robot_memory.store import FactRow, FactWrite, MemoryStore, NewEvent
 from helpers import result_event
 
-from ros.conftest import wait_until
+from ros.conftest import BOTH_PROCESS_MODES, wait_until
 from ros.test_governance import wait_active
 
 KEY = "manipulation.grasp + glass_cup + sim_relaxed"
@@ -56,6 +56,7 @@ def all_up(probe, stack):
                lambda: f"/diagnostics from every node (got {sorted(probe.diagnostics)})")
 
 
+@BOTH_PROCESS_MODES
 def test_ill_shaped_overrides_of_every_kind_are_refused_and_the_stack_serves_on(
         probe, start_stack, certified_hash, db_url):
     part = MemoryStore(db_url).partition(certified_hash)

@@ -9,17 +9,21 @@ zone's scope and the field the scope names), analogies.py (object_property's
 target_class, property, band.median), priors.py (skill_success_rate's n, successes),
 `format_grounding_block` in ros/client.py (interaction_pattern's failure_reason,
 share_of_failures, failure_parameters; object_property's property and band.median;
-zone_risk's failure_rate), the report and the dry-run diff.
+zone_risk's failure_rate), the report (counts and rates, bands' quartiles) and the
+dry-run diff; `explain` and `facts` show a value whole.
 
 Required: what a consumer cannot go without, so what an operator fact must give.
-Optional (None when absent): what the rules always render and consumers do without
-(counts an operator may not know, the contradiction test, the decay-weighted view).
+Optional (absent, or None where the rules write null): what the rules always render
+and consumers do without (counts an operator may not know, the contradiction test, the
+decay-weighted view). A map of bands is never null (an empty map when absent).
 Unknown fields are refused, so a misspelt field is named rather than ignored. Numbers
 are JSON numbers (no strings, no booleans, nothing a float cannot hold); counts are
 integers. docs/consolidation.md lists the required fields.
 
 Validation costs microseconds a value: it is done where values come from outside (an
-override, the log, a stored operator fact), never on a pass's or a delta's facts.
+override, an operator fact in the log, a stored fact the rules did not make), never on
+the facts the rules render, in a pass or in a delta: their holders read them fact by
+fact and leave out one that fails.
 """
 
 from __future__ import annotations

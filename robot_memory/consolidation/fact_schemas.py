@@ -200,7 +200,7 @@ def operator_fact_problem(payload: Any) -> ValueProblem | None:
     if not isinstance(payload, dict):
         return ValueProblem("payload", "the override is not a JSON object")
     kind = payload.get("fact_kind")
-    if kind not in SCHEMAS:
+    if kind.__class__ is not str or kind not in SCHEMAS:
         return ValueProblem("fact_kind", f"{kind!r} is not one of {list(SCHEMAS)}")
     if not isinstance(payload.get("fact_key"), str) or not payload["fact_key"].strip():
         return ValueProblem("fact_key", "a non-empty string is required")

@@ -111,6 +111,8 @@ def read_by_every_consumer(fact: FactRow, identity: str) -> None:
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
+# Each example of these writes a log and runs a pass and a replay on disk.
+LOG_SETTINGS = settings(SETTINGS, max_examples=40)
 
 
 @SETTINGS
@@ -136,7 +138,7 @@ def test_the_override_path_refuses_or_takes_any_value(store, kind_value):
     assert replay_snapshot(part) == facts_snapshot(part)
 
 
-@SETTINGS
+@LOG_SETTINGS
 @given(kinds_and_values, st.sampled_from([1.0, 0.5, 2.0, "1", None, True]))
 def test_a_value_already_in_the_log_is_skipped_or_applied_never_fatal(store, kind_value,
                                                                       confidence):
@@ -156,6 +158,26 @@ def test_a_value_already_in_the_log_is_skipped_or_applied_never_fatal(store, kin
     else:
         assert [(s.event_id, s.problem) for s in report.ill_shaped] == [(event.id, problem)]
         assert part.facts() == []
+    assert replay_snapshot(part) == facts_snapshot(part)
+
+
+@LOG_SETTINGS
+@given(st.dictionaries(st.sampled_from(["action", "fact_kind", "fact_key", "value",
+                                        "confidence", "operator", "reason"]),
+                       json_values | st.sampled_from(KINDS + ["operator_fact", "invalidate"]),
+                       max_size=7))
+def test_any_override_payload_in_the_log_is_skipped_or_applied(store, payload):
+    """Whatever a hand wrote into an override event's fields."""
+    part = fresh(store)
+    try:
+        event = part.append(OVERRIDE, payload, 1)
+    except ValueError:  # text the log cannot store: never in a log
+        return
+    report = consolidation_pass(part)
+    if payload.get("action") == "operator_fact" and operator_fact_problem(payload) is not None:
+        assert [s.event_id for s in report.ill_shaped] == [event.id]
+    for fact in part.facts():
+        read_by_every_consumer(fact, part.identity_hash)
     assert replay_snapshot(part) == facts_snapshot(part)
 
 

@@ -47,6 +47,8 @@ class FactMessages:
         except Exception as exc:
             self.failed[(fact.kind, fact.key)] = f"{type(exc).__name__}: {exc}"
             return None
+        if self.failed:  # a new version of a fact that failed: no longer left out
+            self.failed.pop((fact.kind, fact.key), None)
         self._made[key] = (fact, msg)
         if len(self._made) > self.capacity:
             self._made.popitem(last=False)

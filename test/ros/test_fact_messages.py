@@ -86,3 +86,6 @@ def test_a_fact_no_message_can_be_made_of_is_left_out_of_the_answer_alone():
     assert messages.of(row(1, 0.75, 16)) is not None
     lent = analogy_to_msg(Analogy("cup", 0.1, (), (bad, row(2, 0.5, 4))), messages.of)
     assert [f.fact_id for f in lent.facts] == [2]
+    fixed = FactRow(7, "skill_success_rate", "grasp|cup|bad", None, '{"rate": 0.5}', "active",
+                    0.8, 4, "v1.0", 2, 2)  # the pass's delta brings a readable version
+    assert messages.of(fixed) is not None and messages.failed == {}

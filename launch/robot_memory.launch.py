@@ -8,8 +8,8 @@
 
 `params_file` sets any other parameter (docs/parameters.md) with a ROS 2 parameters
 file. The launch arguments (manifest_path, certified_hash, certified_hash_file,
-database_url, operator_keys_file, use_sim_time) win over it, in every section it has: each value of the file
-they replace is logged at start. What is passed in what order is
+database_url, operator_keys_file, use_sim_time) win over it, in every section it has:
+each value of the file they replace is logged at start. What is passed in what order is
 robot_memory/launch_parameters.py (ROS-free, tested without launch_ros).
 
 Node names and parameter defaults come from robot_memory/parameters.yaml, the same

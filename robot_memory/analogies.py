@@ -106,13 +106,18 @@ def _with_facts(measured: Measured, facts: Iterable[FactRow]) -> tuple[Measured,
     for fact in facts:
         if fact.kind != PROPERTY_KIND:
             continue
-        value = fact.peek_value()
-        target, name = value["target_class"], value["property"]
+        try:  # a value this cannot read costs its own fact only: it is not compared
+            value = fact.peek_value()
+            target, name = value["target_class"], value["property"]
+            median = float(value["band"]["median"])
+            hash((target, name))
+        except Exception:
+            continue
         if target not in copied:
             measured[target] = dict(measured.get(target, {}))
             copied.add(target)
         if fact.status == STATUS_ACTIVE:
-            measured[target][name] = (float(value["band"]["median"]), fact)
+            measured[target][name] = (median, fact)
         else:
             measured[target].pop(name, None)
     for target in copied:

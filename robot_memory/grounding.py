@@ -15,6 +15,7 @@ from typing import Iterable, NamedTuple
 
 from robot_memory.analogies import (PROPERTY_KIND, QUERY_SOURCE_FACT, QUERY_SOURCE_REQUEST,
                                     Analogy, AnalogySettings, KnownProperties)
+from robot_memory.consolidation.fact_schemas import stored_fact_problem
 from robot_memory.consolidation.rules import STATUS_ACTIVE, STATUS_CANDIDATE, STATUS_CONTESTED
 from robot_memory.grounding_request import (ABSTAIN, ANALOGY, OK, PRIOR, REASON_BELOW_CONFIDENCE,
                                             REASON_CONTESTED, REASON_NO_CLOSE_CASE,
@@ -55,8 +56,27 @@ def _facets(kind: str, value: dict, before: _Facets | None = None) -> _Facets:
 
 
 def _interned(text: str | None) -> str | None:
-    # A few hundred names shared by 10^4 facts: one copy each.
-    return sys.intern(text) if text.__class__ is str else text
+    # A few hundred names shared by 10^4 facts: one copy each. A name that is neither
+    # text nor absent raises: the fact is left out of the index (see _loaded).
+    if text.__class__ is str:
+        return sys.intern(text)
+    if text is None:
+        return None
+    raise TypeError(f"a name is {type(text).__name__}, not a string")
+
+
+def _loaded(fact: FactRow, before: _Facets | None = None) -> _Facets:
+    """The facets of a fact to index; raises (the fact is left out, and only it) for
+    one from outside not of its kind's shape (fact_schemas.stored_fact_problem) or one
+    whose value the index cannot read."""
+    problem = stored_fact_problem(fact.kind, fact.rule_version, fact.peek_value)
+    if problem is not None:
+        raise ValueError(str(problem))
+    return _facets(fact.kind, fact.peek_value(), before)
+
+
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _asks_for_skill_facts(req: GroundingRequest) -> bool:
@@ -114,10 +134,23 @@ class GroundingIndex:
 
     def __init__(self, identity_hash: str, facts: Iterable[FactRow]):
         self.identity_hash = identity_hash
-        self.facts: dict[tuple[str, str], FactRow] = {(f.kind, f.key): f for f in facts}
+        # Facts whose value the index cannot take, by (kind, key): why. Each costs
+        # itself only; the holder logs and counts them.
+        self.left_out: dict[tuple[str, str], str] = {}
+        self._facets = {}
+        self.facts: dict[tuple[str, str], FactRow] = {}
+        for fact in facts:
+            key = (fact.kind, fact.key)
+            try:
+                self._facets[key] = _loaded(fact)
+            except Exception as exc:
+                self.left_out[key] = _why(exc)
+                self._facets.pop(key, None)
+                self.facts.pop(key, None)
+                continue
+            self.facts[key] = fact
+            self.left_out.pop(key, None)
         self.size = len(self.facts)
-        self._facets = {key: _facets(fact.kind, fact.peek_value())
-                        for key, fact in self.facts.items()}
         self._lists: dict[tuple[str, str, str], list[FactRow]] = {}
         for key, fact in self.facts.items():
             for index_key in self._facets[key].index_keys:
@@ -149,15 +182,28 @@ class GroundingIndex:
         new = object.__new__(GroundingIndex)
         new.identity_hash = self.identity_hash
         new.facts = {**self.facts, **changed}
-        new.size = len(new.facts)
+        new.left_out = left_out = dict(self.left_out)
         new._facets = facets = dict(self._facets)
         # By list: (the old versions of the changed facts in it, their new versions).
         in_lists: dict[tuple[str, str, str], tuple[list[FactRow], list[FactRow]]] = {}
         properties = []
+        rebuild_properties = False
         for key, fact in changed.items():
             before = facets.get(key)
-            facets[key] = after = _facets(fact.kind, fact.peek_value(), before)
             old = self.facts[key] if before is not None else None
+            try:
+                facets[key] = after = _loaded(fact, before)
+            except Exception as exc:  # left out: its old version goes too (it is stale)
+                left_out[key] = _why(exc)
+                del new.facts[key]
+                if before is not None:
+                    del facets[key]
+                    for index_key in before.index_keys:
+                        in_lists.setdefault(index_key, ([], []))[0].append(old)
+                rebuild_properties |= fact.kind == PROPERTY_KIND
+                continue
+            if left_out:
+                left_out.pop(key, None)
             if before is not None and before is not after:
                 for index_key in before.index_keys:
                     if index_key not in in_lists:
@@ -198,10 +244,15 @@ class GroundingIndex:
                 ranked_lists[index_key] = list(map(_ranked, facts_of_key))
             else:
                 ranked_lists[index_key] = ranked
+        new.size = len(new.facts)
         # Properties change only with object_property facts. A table built already is
-        # patched here, off the request path.
-        new._known = self._known if self._known is None or not properties else \
-            self._known.with_changes(properties)
+        # patched here, off the request path (built again when a property fact went).
+        if self._known is None or not (properties or rebuild_properties):
+            new._known = self._known
+        elif rebuild_properties:
+            new._known = KnownProperties(new.facts.values())
+        else:
+            new._known = self._known.with_changes(properties)
         return new
 
     def _candidates(self, req: GroundingRequest) -> list[FactRow]:

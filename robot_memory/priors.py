@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
+from robot_memory.consolidation.fact_schemas import stored_fact_problem
 from robot_memory.consolidation.rules import STATUS_ACTIVE
 from robot_memory.store import FactRow
 
@@ -76,7 +77,15 @@ class Prior:
 
 
 def _counts(value: dict) -> tuple[int, int]:
-    return int(value["n"]), int(value["successes"])
+    """(attempts, successes) of a skill_success_rate value; (0, 0) when it gives none
+    (an operator's fact may not: fact_schemas.py) or not as counts."""
+    try:
+        n, successes = value.get("n"), value.get("successes")
+        if n.__class__ is int and successes.__class__ is int:
+            return n, successes
+    except AttributeError:  # not a JSON object
+        pass
+    return 0, 0
 
 
 def blend(key: tuple[str, str, str], sources: tuple[PriorFact, ...], own: FactRow | None,
@@ -109,11 +118,22 @@ class PriorIndex:
             fact = prior.fact
             if fact.kind != PRIOR_KIND or fact.status != STATUS_ACTIVE:
                 continue
-            value = fact.peek_value()
+            # A sibling's facts come from outside (a bundle, a fleet store): an
+            # operator's is checked against its kind's shape, and any fact whose value
+            # cannot be read is left out, alone.
+            try:
+                if stored_fact_problem(fact.kind, fact.rule_version,
+                                       fact.peek_value) is not None:
+                    continue
+                value = fact.peek_value()
+                key = (value["skill_id"], value.get("target_class", ""),
+                       value.get("environment", ""))
+                if not all(part.__class__ is str for part in key):
+                    continue
+            except (ValueError, TypeError, KeyError, AttributeError):
+                continue
             if prior.counts[0] <= 0:  # read here, once, for every answer that serves it
                 continue
-            key = (value["skill_id"], value.get("target_class", ""),
-                   value.get("environment", ""))
             by_key.setdefault(key, []).append(prior)
         self._by_key = {key: tuple(sorted(found, key=lambda p: (p.identity_hash, p.origin)))
                         for key, found in by_key.items()}

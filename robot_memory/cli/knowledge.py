@@ -76,12 +76,22 @@ def cmd_replay(args) -> int:
     with _history_for_replay(args, partition, until_seq) as history:
         snapshot = replay_snapshot(history, rules_config_from_args(args), until_seq=until_seq,
                                    until_stamp_ns=until.get("until_stamp_ns"))
+        _note_ill_shaped(history, until_seq)
     if args.out:
         Path(args.out).write_text(snapshot + "\n", encoding="utf-8")
         print(f"replayed facts written to {args.out}")
     else:
         print(snapshot)
     return 0
+
+
+def _note_ill_shaped(partition, until_seq: int | None) -> None:
+    """Name on stderr the operator facts the replay skipped (fact_schemas.py)."""
+    from robot_memory.consolidation.checkpoint import ill_shaped_overrides
+    for skipped in ill_shaped_overrides(partition):
+        if until_seq is None or skipped.seq <= until_seq:
+            print(f"robot-memory replay: note: ill-shaped operator fact skipped: "
+                  f"{skipped.describe()}", file=sys.stderr)
 
 
 @contextmanager

@@ -98,7 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     q = override("fact", "append an operator fact (served as active, marked operator/1)")
     q.add_argument("--kind", required=True)
     q.add_argument("--key", required=True)
-    q.add_argument("--value", required=True, help="the fact value, a JSON object")
+    q.add_argument("--value", required=True,
+                   help="the fact value, a JSON object of its kind's shape (required fields: "
+                        "docs/consolidation.md); refused naming the field otherwise")
     q.add_argument("--confidence", type=float, default=1.0)
     q = override("invalidate", "mark a fact invalid: kept, never served")
     q.add_argument("fact", metavar="FACT", help="fact id, or KIND|KEY")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from robot_memory.consolidation.override_plan import OverridePlan
+from robot_memory.consolidation.override_plan import IllShaped, OverridePlan, plan_overrides
 from robot_memory.event_kinds import CONSOLIDATION_RUN, OVERRIDE
 from robot_memory.store import FactRow, Partition, StoredEvent
 
@@ -89,3 +89,11 @@ def facts_at_checkpoint(partition: Partition) -> tuple[int, list[FactRow]]:
     """(events.id of the newest run, i.e. the facts' version, and the facts)."""
     with partition.store.read() as conn:
         return read_checkpoint(partition, conn).run_event_id, partition.facts(conn=conn)
+
+
+def ill_shaped_overrides(partition: Partition) -> list[IllShaped]:
+    """The overrides in the log that passes and replay skip (fact_schemas.py), in log
+    order: what a node names at boot."""
+    with partition.store.read() as conn:
+        return plan_overrides(read_overrides(partition, conn, partition.head(conn)[0])
+                              ).ill_shaped

@@ -32,8 +32,8 @@ from robot_memory.consolidation.changes import (FactChange, GroupId, conflict_ev
                                                 fact_change, fact_write)
 from robot_memory.consolidation.checkpoint import (Checkpoint, read_checkpoint, read_overrides,
                                                    result_range)
-from robot_memory.consolidation.override_plan import (OverridePlan, fact_as_rendered,
-                                                      plan_overrides)
+from robot_memory.consolidation.override_plan import (IllShaped, OverridePlan,
+                                                      fact_as_rendered, plan_overrides)
 from robot_memory.consolidation.partials import aggregate
 from robot_memory.consolidation.rules import (RULE_VERSION, RULES, Partials, RenderedFact, Rule,
                                               RulesConfig)
@@ -64,6 +64,10 @@ class PassReport:
     applied: bool = False  # something was written (a run event and what it changed)
     frozen: bool = False  # an operator froze consolidation: results after it wait
     overrides_applied: int = 0
+    # Overrides in the log that no pass applies (fact_schemas.py), and facts this pass
+    # could not make (kind, key, why): each costs its own fact only, logged by the caller.
+    ill_shaped: list[IllShaped] = field(default_factory=list)
+    fact_faults: list[tuple[str, str, str]] = field(default_factory=list)
 
     def skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + count
@@ -124,6 +128,7 @@ class PassResult:
     states: list[tuple[str, str, str, bool]]  # kind, key, state_json, already stored
     changes: list[FactChange]
     conflicts: list[dict[str, Any]]
+    faults: list[tuple[str, str, str]] = field(default_factory=list)  # kind, key, why
 
 
 # -- 1. read --------------------------------------------------------------------------
@@ -199,6 +204,7 @@ def compute(inputs: PassInputs, config: RulesConfig) -> PassResult:
     keys holds JSON text, not 10^4 merged states and rendered values."""
     plan, existing = inputs.plan, inputs.existing
     changes: dict[GroupId, FactChange | None] = {}
+    faults: list[tuple[str, str, str]] = []
     rows = []
     for kind in sorted(inputs.partials.groups):
         rule, groups = inputs.rules[kind], inputs.partials.groups[kind]
@@ -206,15 +212,31 @@ def compute(inputs: PassInputs, config: RulesConfig) -> PassResult:
             stored = (kind, group) in inputs.stored_states
             state = inputs.stored_states.pop((kind, group), {})
             rule.merge(state, groups.pop(group), config)
-            for fact in rule.render(group, state, config):
+            try:
+                rendered = rule.render(group, state, config)
+            except Exception as exc:  # the group's facts wait; its evidence is kept
+                faults.append((kind, group, _why(exc)))
+                rendered = ()
+            for fact in rendered:
                 key = (fact.kind, fact.key)
-                changes[key] = fact_change(key, plan.finalize(key, fact), existing.get(key))
+                try:
+                    changes[key] = fact_change(key, plan.finalize(key, fact),
+                                               existing.get(key))
+                except Exception as exc:  # this fact alone is left as it was
+                    faults.append((*key, _why(exc)))
             rows.append((kind, group, plain_canonical_json(state), stored))
     for key in plan.keys_changed_after(inputs.checkpoint.override_seq) - changes.keys():
-        evidence = fact_as_rendered(existing[key]) if key in existing else None
-        changes[key] = fact_change(key, plan.finalize(key, evidence), existing.get(key))
+        try:
+            evidence = fact_as_rendered(existing[key]) if key in existing else None
+            changes[key] = fact_change(key, plan.finalize(key, evidence), existing.get(key))
+        except Exception as exc:  # a stored row that does not parse: left as it was
+            faults.append((*key, _why(exc)))
     ordered = [changes[key] for key in sorted(changes) if changes[key] is not None]
-    return PassResult(rows, ordered, [c for c in map(conflict_event, ordered) if c])
+    return PassResult(rows, ordered, [c for c in map(conflict_event, ordered) if c], faults)
+
+
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 def run_payload(report: PassReport, inputs: PassInputs) -> dict[str, Any]:
@@ -277,13 +299,15 @@ def plan_pass(partition: Partition, config: RulesConfig, apply: bool = True,
                         frozen=inputs.plan.frozen_since is not None,
                         first_seq=inputs.first_seq, events_read=inputs.events_read,
                         skipped=dict(inputs.partials.skipped),
-                        overrides_applied=inputs.new_overrides)
+                        overrides_applied=inputs.new_overrides,
+                        ill_shaped=list(inputs.plan.ill_shaped))
     if inputs.nothing_new:
         report.last_seq = inputs.checkpoint.done_seq
         return inputs, report, None
     report.last_seq = inputs.until_seq
     result = compute(inputs, config)
     report.changes, report.conflicts = result.changes, result.conflicts
+    report.fact_faults = result.faults
     report.facts_touched = len(result.changes)
     return inputs, report, result
 

@@ -8,10 +8,21 @@ _SHOWN = ("n", "successes", "rate", "shrunk_rate", "confidence", "most_common_fa
 
 
 def _flat(value: dict) -> dict:
-    out = {k: value[k] for k in _SHOWN if k in value}
-    for name, band in value.get("recommended_parameters", {}).items():
-        out[f"recommended.{name}"] = band["median"]
+    try:
+        out = {k: value[k] for k in _SHOWN if k in value}
+        for name, band in value.get("recommended_parameters", {}).items():
+            out[f"recommended.{name}"] = band["median"]
+    except Exception:  # a stored value of another shape: shown as nothing, not raised
+        return {}
     return out
+
+
+def _stored_value(row) -> dict:
+    """A stored row's value; {} for one that is not JSON (a hand-edited row)."""
+    try:
+        return row.value
+    except ValueError:
+        return {}
 
 
 def format_diff(report: PassReport) -> str:
@@ -25,7 +36,7 @@ def format_diff(report: PassReport) -> str:
         fields = ", ".join(f"{k}={v}" for k, v in _flat(change.new_value).items())
         lines.append(f"+ {change.kind} [{change.key}] {change.new.status}: {fields}")
     for change in changed:
-        old, new_ = _flat(change.old.value), _flat(change.new_value)
+        old, new_ = _flat(_stored_value(change.old)), _flat(change.new_value)
         parts = [f"{k} {old.get(k)} -> {new_.get(k)}" for k in sorted(set(old) | set(new_))
                  if old.get(k) != new_.get(k)]
         if change.old.status != change.new.status:
@@ -34,4 +45,7 @@ def format_diff(report: PassReport) -> str:
     if report.skipped:
         lines.append("skipped: " + ", ".join(f"{k}={v}" for k, v in
                                              sorted(report.skipped.items())))
+    lines += [f"! ill-shaped operator fact skipped: {s.describe()}" for s in report.ill_shaped]
+    lines += [f"! {kind} [{key}] not made by this pass: {why}"
+              for kind, key, why in report.fact_faults]
     return "\n".join(lines)

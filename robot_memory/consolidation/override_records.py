@@ -11,6 +11,7 @@ from typing import Any
 
 from robot_memory.errors import InputError
 from robot_memory.canonical import canonical_json
+from robot_memory.consolidation.fact_schemas import value_problem
 from robot_memory.consolidation.override_privacy import screen_override
 from robot_memory.consolidation.override_plan import (ACTIONS, FREEZE, INVALIDATE,
                                                       OPERATOR_FACT, RESET_SEMANTIC, UNFREEZE)
@@ -44,7 +45,9 @@ def record_operator_fact(partition: Partition, operator: str, reason: str, kind:
     if not (isinstance(confidence, (int, float)) and math.isfinite(confidence)
             and 0.0 <= confidence <= 1.0):
         raise OverrideError(f"confidence: {confidence!r} is not in [0, 1]")
-    canonical_json(value)  # refuses NaN and non-JSON values here, not in a pass
+    problem = value_problem(kind, value)  # the kind's one shape (fact_schemas.py)
+    if problem is not None:
+        raise OverrideError(str(problem))
     payload.update({"fact_kind": kind, "fact_key": key, "value": value,
                     "confidence": float(confidence)})
     return partition.append(OVERRIDE, payload, stamp_ns)

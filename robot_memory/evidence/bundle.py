@@ -40,6 +40,7 @@ from robot_memory.consolidation import (
     consolidation_pass,
     replay_snapshot,
 )
+from robot_memory.consolidation.checkpoint import ill_shaped_overrides
 from robot_memory.consolidation.consolidation_pass import snapshot_entry
 from robot_memory.event_kinds import (
     CONSOLIDATION_RUN,
@@ -154,9 +155,13 @@ def import_bundle(root: Path, store: MemoryStore) -> tuple[Partition, int]:
         done_seq = int(event["payload"]["last_seq"])
         head = partition.head()
         if head != (event["seq"], event["event_hash"]):
+            skipped = ill_shaped_overrides(partition)
+            why = (f"; its log holds {len(skipped)} operator fact(s) without their kind's "
+                   f"shape, which this version skips ({skipped[0].describe()}"
+                   f"{', ...' if len(skipped) > 1 else ''})") if skipped else ""
             raise BundleError(f"{EVENTS}:{event['seq']}: the consolidation pass re-run here "
                               f"wrote other events (head seq {head[0]}); the rules differ "
-                              "from the ones that made the bundle")
+                              f"from the ones that made the bundle{why}")
     if pending:
         partition.append_many(pending)
     head = partition.head()

@@ -71,8 +71,24 @@ def _figure(fig_id: str, section: str, svg: str, caption: str, label: str,
             f"<figcaption>{caption}</figcaption></figure>")
 
 
+def _numbers(value: Any, *names: str) -> bool:
+    """Does `value` (a fact's value or a band) hold each of these as a number? What a
+    rule renders always does; an operator's fact may leave counts out
+    (consolidation/fact_schemas.py), and a section then leaves that fact out."""
+    return isinstance(value, dict) and all(
+        value.get(name).__class__ in (int, float) for name in names)
+
+
+def _readable(fact, *names: str) -> bool:
+    try:
+        return _numbers(fact.value, *names)
+    except ValueError:  # a stored value that is not JSON
+        return False
+
+
 def _rate_section(data: ReportData, config: RulesConfig) -> str:
-    rates = sorted((f for f in data.facts if f.kind == "skill_success_rate"),
+    rates = sorted((f for f in data.facts if f.kind == "skill_success_rate"
+                    and _readable(f, "n", "successes", "rate")),
                    key=lambda f: (-f.n_observations, f.key))
     parts = ['<section id="rates"><h2>Success rate over event time</h2>',
              '<p class="note">One figure per skill &times; target &times; environment (the '
@@ -123,7 +139,8 @@ def _parameter_section(data: ReportData) -> str:
              "cross-hatched; dotted band: the recommended interquartile range (from successful "
              "attempts), solid line: the recommended median.</p>"]
     rates = sorted((f for f in data.facts if f.kind == "skill_success_rate"
-                    and f.value.get("recommended_parameters")),
+                    and _readable(f) and isinstance(f.value.get("recommended_parameters"),
+                                                    dict) and f.value["recommended_parameters"]),
                    key=lambda f: (-f.n_observations, f.key))[:MAX_RATE_FIGURES]
     count = 0
     for fact in rates:
@@ -132,6 +149,8 @@ def _parameter_section(data: ReportData) -> str:
             continue
         for name, band in sorted(fact.value["recommended_parameters"].items())[
                 :MAX_PARAMETERS_PER_FACT]:
+            if not _numbers(band, "median", "q1", "q3", "n"):
+                continue
             ok = [p[name] for p, s in zip(series.parameters, series.successes, strict=True)
                   if s and name in p]
             failed = [p[name] for p, s in zip(series.parameters, series.successes, strict=True)
@@ -157,7 +176,9 @@ def _parameter_section(data: ReportData) -> str:
 
 
 def _zone_section(data: ReportData) -> str:
-    zones = sorted((f for f in data.facts if f.kind == "zone_risk"),
+    zones = sorted((f for f in data.facts if f.kind == "zone_risk" and _readable(
+                        f, "failure_rate", "safety_incidents", "incidents", "n")
+                    and f.value["n"] > 0),
                    key=lambda f: (-f.value["failure_rate"], f.key))[:MAX_ZONES]
     parts = ['<section id="zones"><h2>Zone risk</h2>']
     if not zones:

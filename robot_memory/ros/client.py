@@ -114,15 +114,29 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
-def _describe(fact, value: dict) -> list[str]:
-    """The parts of one fact a planner's prompt needs, by kind."""
+def _q(band: dict, name: str) -> float:
+    """A quartile of a band; its median when an operator's band gives none."""
+    value = band.get(name)
+    return band["median"] if value is None else value
+
+
+def _describe(fact, value_json: str) -> list[str]:
+    """The parts of one fact a planner's prompt needs, by kind (fact_schemas.py says
+    what each kind's value holds); none for a value that does not hold them."""
+    try:
+        return _parts(fact, json.loads(value_json))
+    except Exception:  # an ill-shaped value costs its own parts only
+        return []
+
+
+def _parts(fact, value: dict) -> list[str]:
     if fact.kind == "skill_success_rate":
         return [f"recommended_{kv.key} = {_number(kv.value)}"
                 for kv in fact.recommended_parameters] + (
                     [f"success_rate = {fact.success_rate:.2f}"] if fact.has_success_rate else [])
     if fact.kind == "interaction_pattern":
-        bands = [f"{name} {_number(band['q1'])}-{_number(band['q3'])}"
-                 for name, band in value["failure_parameters"].items()]
+        bands = [f"{name} {_number(_q(band, 'q1'))}-{_number(_q(band, 'q3'))}"
+                 for name, band in (value.get("failure_parameters") or {}).items()]
         return [f"fails by {value['failure_reason']} in {value['share_of_failures']:.0%} of "
                 "failures" + (f" (at {', '.join(bands)})" if bands else "")]
     if fact.kind == "object_property":
@@ -141,7 +155,7 @@ def format_grounding_block(facts) -> str:
         return "known facts for this robot: none"
     entries = []
     for fact in facts:
-        parts = _describe(fact, json.loads(fact.value_json))
+        parts = _describe(fact, fact.value_json)
         parts += [f"confidence = {fact.confidence:.2f}",
                   f"n_observations = {fact.n_observations}"]
         entries.append(f"{fact.key}: " + ", ".join(parts))
@@ -159,7 +173,7 @@ def format_analogy_block(target_class: str, analogies) -> str:
     for analogy in analogies:
         compared = ", ".join(p.name for p in analogy.properties)
         lent = "; ".join(
-            f"{fact.key}: " + ", ".join(_describe(fact, json.loads(fact.value_json)) +
+            f"{fact.key}: " + ", ".join(_describe(fact, fact.value_json) +
                                         [f"confidence = {fact.confidence:.2f}",
                                          f"n_observations = {fact.n_observations}"])
             for fact in analogy.facts)
@@ -184,7 +198,7 @@ def format_prior_block(target_class: str, priors) -> str:
                 f"{prior.own_n}, own share {prior.own_share:.2f})")
         sources = "; ".join(
             f"{source.agent_id or source.identity_hash[:12]}: " +
-            ", ".join(_describe(source.fact, json.loads(source.fact.value_json)))
+            ", ".join(_describe(source.fact, source.fact.value_json))
             for source in prior.sources)
         entries.append(f"{head}; {sources}")
     return (f"fleet priors for {target_class} (robots of the same embodiment, not this "

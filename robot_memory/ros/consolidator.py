@@ -21,7 +21,8 @@ from rclpy.event_handler import PublisherEventCallbacks
 
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
 from robot_memory.consolidation.changes import facts_written
-from robot_memory.consolidation.checkpoint import backlog, facts_at_checkpoint, read_checkpoint
+from robot_memory.consolidation.checkpoint import (backlog, facts_at_checkpoint,
+                                                   ill_shaped_overrides, read_checkpoint)
 from robot_memory.consolidation.overrides import (RESET_SEMANTIC, OverrideError,
                                                   OverridePrivacyRefused, default_archive_path,
                                                   record_override)
@@ -77,6 +78,11 @@ class Consolidator(ManagedMemoryNode):
         self.last_error = ""
         self.compactions = 0  # retention compactions run by this node
         self.compaction_error = ""
+        # What cannot be applied or published, each costing its own fact only: overrides
+        # in the log not of their kind's shape (skipped by every pass), and facts left
+        # out of `facts`. Each is logged once (_logged).
+        self.ill_shaped = []
+        self._logged: set[str] = set()
         self._archive_dir = Path(self.params["archive_dir"]) if self.params["archive_dir"] \
             else default_archive_dir(self.params["database_url"])
         self._snapshot = FactSnapshot()  # what `facts` carries, kept serialized
@@ -115,6 +121,7 @@ class Consolidator(ManagedMemoryNode):
                                      keep_open=True).partition(identity_hash)
         self.require_verified_store(self.partition.store)
         self._load_snapshot()
+        self._note_ill_shaped(ill_shaped_overrides(self.partition))
 
     def start(self, identity_hash: str) -> None:
         self._catch_up_snapshot()
@@ -206,6 +213,9 @@ class Consolidator(ManagedMemoryNode):
             self.get_logger().warning(f"override refused: {exc}")
             response.reason = str(exc)
             return response
+        except Exception as exc:  # not logged (e.g. the store is away): said, not raised
+            response.reason = f"not logged: {type(exc).__name__}: {exc}"
+            return response
         self.overrides += 1
         self.get_logger().warning(f"override {request.action} by {operator.name!r} (key "
                                   f"{operator.key_id}, event {event.id}): {request.reason}")
@@ -248,6 +258,10 @@ class Consolidator(ManagedMemoryNode):
             return None
         self.last_error = ""
         self.frozen = report.frozen
+        self._note_ill_shaped(report.ill_shaped)
+        for kind, key, why in report.fact_faults:
+            self._warn_once(f"fact {kind} [{key}] not made by this pass (left as it was): "
+                            f"{why}")
         if not report.applied:
             return report
         self.passes += 1
@@ -303,6 +317,23 @@ class Consolidator(ManagedMemoryNode):
         run, facts = facts_at_checkpoint(self.partition)
         self._snapshot.replace_all(facts)
         self._run_event_id = run
+        self._log_left_out()
+
+    def _warn_once(self, text: str) -> None:
+        if text not in self._logged:
+            self._logged.add(text)
+            self.get_logger().warning(text)
+
+    def _note_ill_shaped(self, ill_shaped) -> None:
+        """Keep and name (once each) the overrides passes skip: fact_schemas.py."""
+        self.ill_shaped = list(ill_shaped)
+        for skipped in self.ill_shaped:
+            self._warn_once(f"ill-shaped operator fact skipped: {skipped.describe()}; "
+                            "retract it with an override (docs/operations.md)")
+
+    def _log_left_out(self) -> None:
+        for (kind, key), why in self._snapshot.left_out.items():
+            self._warn_once(f"fact {kind} [{key}] left out of the published facts: {why}")
 
     def _catch_up_snapshot(self) -> None:
         """Load the facts again if another process ran a pass while this node was
@@ -336,6 +367,8 @@ class Consolidator(ManagedMemoryNode):
         self.delta_publisher.publish(self._snapshot.delta(
             changed, self.partition.identity_hash, self._run_event_id or 0, previous or 0,
             self.get_clock().now().to_msg()))
+        if self._snapshot.left_out:
+            self._log_left_out()
         if self.facts_publisher.get_subscription_count() > 0:
             self.publish_snapshot()
         else:
@@ -357,7 +390,13 @@ class Consolidator(ManagedMemoryNode):
                      for category, n in sorted(self.privacy_refused.items())},
                   "compactions": self.compactions, "archive_dir": str(self._archive_dir),
                   "store_size_mb": round(self.store_size / MB, 3),
+                  "ill_shaped_operator_facts": len(self.ill_shaped),
+                  "facts_left_out": len(self._snapshot.left_out),
                   **self.credentials.diagnostic_values()}
+        values.update({f"ill_shaped.event_{s.event_id}": f"{s.kind} [{s.key}] {s.problem}"
+                       for s in self.ill_shaped})
+        values.update({f"left_out.{kind} [{key}]": why
+                       for (kind, key), why in self._snapshot.left_out.items()})
         if report is not None:
             values.update({"last_pass_duration_ms": round(report.duration_s * 1000, 3),
                            "last_pass_events_read": report.events_read,
@@ -376,6 +415,12 @@ class Consolidator(ManagedMemoryNode):
             level, message = ERROR, f"{self.compaction_error} (the live store is unchanged)"
         elif self.frozen:
             level, message = WARN, "consolidation FROZEN by an operator (override unfreeze)"
+        elif self.ill_shaped:
+            level, message = WARN, (f"ill-shaped operator facts skipped: {len(self.ill_shaped)}"
+                                    " (retract with an override; see the log)")
+        elif self._snapshot.left_out:
+            level, message = WARN, (f"facts left out of the published facts: "
+                                    f"{len(self._snapshot.left_out)} (see the log)")
         else:
             level, message = OK, "consolidating"
         self.diagnostics.publish(level, message, values)

@@ -107,7 +107,7 @@ def grounding_request_from_msg(request) -> GroundingRequest:
 
 def analogy_to_msg(analogy: Analogy, fact_msg=fact_to_msg) -> AnalogyMsg:
     """`fact_msg`: how a lent fact becomes a message (the grounding server passes its
-    cache of fact messages, kept between passes)."""
+    cache of fact messages, kept between passes; None from it leaves the fact out)."""
     msg = AnalogyMsg(target_class=analogy.target_class, distance=float(analogy.distance))
     msg.properties = [AnalogyProperty(name=p.name, query_value=float(p.query_value),
                                       query_source=p.query_source,
@@ -115,7 +115,7 @@ def analogy_to_msg(analogy: Analogy, fact_msg=fact_to_msg) -> AnalogyMsg:
                                       case_fact_id=int(p.case_fact.id),
                                       scale=float(p.scale.value), scale_source=p.scale.source)
                       for p in analogy.properties]
-    msg.facts = [fact_msg(f) for f in analogy.facts]
+    msg.facts = [m for m in map(fact_msg, analogy.facts) if m is not None]
     return msg
 
 
@@ -129,6 +129,7 @@ def prior_to_msg(prior: Prior, fact_msg=fact_to_msg) -> PriorMsg:
                    blended_success_rate=float(prior.blended_success_rate),
                    own_share=float(prior.own_share))
     msg.sources = [PriorSource(identity_hash=s.identity_hash, agent_id=s.agent_id,
-                               origin=s.origin, fact=fact_msg(s.fact))
-                   for s in prior.sources]
+                               origin=s.origin, fact=fact)
+                   for s in prior.sources
+                   if (fact := fact_msg(s.fact)) is not None]  # None: left out
     return msg

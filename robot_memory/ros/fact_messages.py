@@ -30,16 +30,25 @@ class FactMessages:
 
     def __init__(self, capacity: int = CAPACITY):
         self.capacity = capacity
+        self.failed: dict[tuple[str, str], str] = {}
         # id(row) -> (row, message): the row is kept, so its id is not reused meanwhile
         self._made: OrderedDict[int, tuple[FactRow, SemanticFact]] = OrderedDict()
 
-    def of(self, fact: FactRow) -> SemanticFact:
+    def of(self, fact: FactRow) -> SemanticFact | None:
+        """None for a fact whose value no message can be made of (kept in `failed`: kind,
+        key -> why): the answer leaves it out, and only it."""
         key = id(fact)
         made = self._made.get(key)
         if made is not None and made[0] is fact:
             self._made.move_to_end(key)
             return made[1]
-        msg = fact_to_msg(fact)
+        try:
+            msg = fact_to_msg(fact)
+        except Exception as exc:
+            self.failed[(fact.kind, fact.key)] = f"{type(exc).__name__}: {exc}"
+            return None
+        if self.failed:  # a new version of a fact that failed: no longer left out
+            self.failed.pop((fact.kind, fact.key), None)
         self._made[key] = (fact, msg)
         if len(self._made) > self.capacity:
             self._made.popitem(last=False)

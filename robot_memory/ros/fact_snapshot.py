@@ -21,6 +21,7 @@ from functools import lru_cache
 from builtin_interfaces.msg import Time
 from rclpy.serialization import deserialize_message, serialize_message
 
+from robot_memory.consolidation.fact_schemas import stored_fact_problem
 from robot_memory.fact_array_cdr import fact_element, put_padding, put_text
 from robot_memory.msg import SemanticFact, SemanticFactArray
 from robot_memory.ros.conversions import fact_to_msg
@@ -82,18 +83,33 @@ class FactSnapshot:
     def __init__(self) -> None:
         self._framed = framing_supported()
         self._facts: dict[FactKey, bytes | SemanticFact] = {}
+        # Facts that cannot be published, by (kind, key): why. Each is left out of the
+        # snapshot and the deltas, alone; the node logs and counts them.
+        self.left_out: dict[FactKey, str] = {}
 
     def __len__(self) -> int:
         return len(self._facts)
 
     def replace_all(self, facts: Iterable[FactRow]) -> None:
         self._facts = {}
+        self.left_out = {}
         self.update(facts)
 
     def update(self, facts: Iterable[FactRow]) -> None:
         encode = fact_element if self._framed else fact_to_msg
         for fact in facts:
-            self._facts[(fact.kind, fact.key)] = encode(fact)
+            key = (fact.kind, fact.key)
+            try:
+                problem = stored_fact_problem(fact.kind, fact.rule_version, fact.peek_value)
+                if problem is not None:
+                    raise ValueError(str(problem))
+                self._facts[key] = encode(fact)
+            except Exception as exc:  # any value: this fact alone is not published
+                self._facts.pop(key, None)
+                self.left_out[key] = f"{type(exc).__name__}: {exc}"
+                continue
+            if self.left_out:
+                self.left_out.pop(key, None)
 
     def delta(self, facts: list[FactRow], identity_hash: str, run_event_id: int,
               previous_run_event_id: int, stamp: Time) -> bytes | SemanticFactArray:
@@ -102,7 +118,9 @@ class FactSnapshot:
         rclpy serializing a pass's delta of 1,500 facts held the interpreter for 25 ms,
         in the process that answers `ground`)."""
         self.update(facts)
-        changed = [self._facts[(fact.kind, fact.key)] for fact in facts]
+        encoded = self._facts
+        changed = [encoded[key] for key in [(fact.kind, fact.key) for fact in facts]
+                   if key in encoded]
         if self._framed:
             return frame_fact_array(identity_hash, run_event_id, previous_run_event_id,
                                     stamp, changed)

@@ -88,6 +88,7 @@ class GroundingServer(ManagedMemoryNode):
         self.priors_refused: list[str] = []  # why each refused priors source was refused
         self.refused_requests = 0  # over a field's size limit (request_limits)
         self.refused_deltas = 0  # facts_delta bytes that were no SemanticFactArray
+        self._logged_left_out: set[tuple[str, str, str]] = set()
         self._index_lock = threading.Lock()  # one writer of self.index at a time
         self._fact_messages = FactMessages()  # the `ground` handler's own
         self._consultation_ids = ConsultationIds()
@@ -178,6 +179,7 @@ class GroundingServer(ManagedMemoryNode):
             self.index = index
             self.reloads += 1
             del facts
+        self._log_left_out(index)
         release_freed_memory()  # the rows the index was built from
         # The index is long-lived: keep the cyclic collector from re-scanning it.
         gc.freeze()
@@ -210,6 +212,16 @@ class GroundingServer(ManagedMemoryNode):
             if self.index is current:
                 self.index = current.with_changes(delta.facts)
                 self.run_event_id = delta.run_event_id
+        if self.index.left_out:
+            self._log_left_out(self.index)
+
+    def _log_left_out(self, index: GroundingIndex) -> None:
+        """Name each fact the index left out (fact_schemas.py), once per process."""
+        for (kind, key), why in index.left_out.items():
+            if (kind, key, why) not in self._logged_left_out:
+                self._logged_left_out.add((kind, key, why))
+                self.get_logger().warning(f"fact {kind} [{key}] left out of the index, not "
+                                          f"served: {why}")
 
     def on_ground_request(self, request, response):
         # One read: the whole answer comes from one snapshot. Configured but inactive,
@@ -265,7 +277,8 @@ class GroundingServer(ManagedMemoryNode):
             response.identity_hash = index.identity_hash
         response.status, response.reason_code, response.reason = (
             answer.status, answer.reason_code, answer.reason)
-        response.facts = [self._fact_messages.of(f) for f in answer.facts]
+        response.facts = [m for m in map(self._fact_messages.of, answer.facts)
+                          if m is not None]  # None: a fact no message can be made of
         response.analogies = [analogy_to_msg(a, self._fact_messages.of)
                               for a in answer.analogies]
         response.priors = [prior_to_msg(p, self._fact_messages.of) for p in answer.priors]
@@ -285,9 +298,14 @@ class GroundingServer(ManagedMemoryNode):
         except FactNotFound as exc:
             response.found, response.reason = False, str(exc)
             return response
-        explanation = explain_fact(partition, fact)
+        try:
+            explanation = explain_fact(partition, fact)
+            response.fact = fact_to_msg(fact)
+        except Exception as exc:  # a value no message can be made of: said, not raised
+            response.found = False
+            response.reason = f"{fact.kind} [{fact.key}] cannot be explained: {exc}"
+            return response
         response.found = True
-        response.fact = fact_to_msg(fact)
         response.explanation_json = canonical_json(explanation)
         response.explanation_text = format_explanation(explanation)
         return response
@@ -321,20 +339,30 @@ class GroundingServer(ManagedMemoryNode):
                   "index_facts": self.index.size if self.index else 0,
                   "index_run_event_id": self.run_event_id, "index_reloads": self.reloads,
                   "refused_requests": self.refused_requests,
-                  "refused_deltas": self.refused_deltas}
+                  "refused_deltas": self.refused_deltas,
+                  "facts_left_out": len(self.index.left_out) if self.index else 0,
+                  "facts_not_sent": len(self._fact_messages.failed)}
+        for (kind, key), why in list(self._fact_messages.failed.items()):  # atomic copy
+            if (kind, key, why) not in self._logged_left_out:
+                self._logged_left_out.add((kind, key, why))
+                self.get_logger().warning(f"fact {kind} [{key}] left out of answers: {why}")
         if self.audit is not None:
             values.update({"audit_written": self.audit.written, "audit_queue": self.audit.depth,
                            "audit_overflowed": self.audit.overflowed})
             values.update({f"audit_redacted.privacy_{category}": n
                            for category, n in sorted(self.audit.redacted.items())})
         serving = self.serving and self.index is not None
+        left_out = values["facts_left_out"] + values["facts_not_sent"]
         level = DIAG_OK if serving and not (self.audit and self.audit.overflowed) \
-            and not self.priors_refused else WARN
+            and not self.priors_refused and not left_out else WARN
         message = "serving" if serving else f"inactive: {self.inactive_reason}"
         if self.audit and self.audit.overflowed:
             message += f"; {self.audit.overflowed} consultation audit records overflowed"
         if self.priors_refused:
             message += f"; {len(self.priors_refused)} priors source(s) refused (see the log)"
+        if left_out:
+            message += (f"; facts left out, not served: {left_out} (their values are "
+                        "ill-shaped; see the log)")
         self.diagnostics.publish(level, message, values)
 
     def close(self) -> None:

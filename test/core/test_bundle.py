@@ -51,7 +51,9 @@ def build_history(partition):
     fact = next(f for f in partition.facts() if f.kind == "zone_risk")
     ov.record_invalidation(partition, "ana", "sensor was miscalibrated", fact, 41 * DAY)
     ov.record_operator_fact(partition, "ana", "measured by hand", "object_property",
-                            "bottle + mass_kg", {"mean": 0.5}, 1.0, 41 * DAY + 1)
+                            "bottle + mass_kg", {"target_class": "bottle", "property": "mass_kg",
+                                                 "band": {"median": 0.5}, "mean": 0.5},
+                            1.0, 41 * DAY + 1)
     partition.append_many([NewEvent(FACT_CONSULTATION, {
         "consultation_id": i, "requester": "planner", "intent_id": f"i{i}", "status": "OK",
         "reason_code": "", "query": {"skill_id": "manipulation.grasp"},

@@ -220,8 +220,9 @@ def test_only_consolidated_events_are_compacted(tmp_path):
 def test_overrides_stay_live_and_the_segment_holding_an_event_is_named(tmp_path):
     partition = MemoryStore(f"sqlite:///{tmp_path / 'm.db'}").partition(IDENT)
     partition.append_many(stream(1, 40, 1000.0))
-    record_operator_fact(partition, "ops", "measured", "object_property", "object_1",
-                         {"mass_kg": 0.3}, 0.9, 1)
+    record_operator_fact(partition, "ops", "measured", "object_property", "object_1 + mass_kg",
+                         {"target_class": "object_1", "property": "mass_kg",
+                          "band": {"median": 0.3}}, 0.9, 1)
     partition.append_many(stream(2, 40, 2000.0))
     consolidation_pass(partition, CONFIG)
     first_result = next(iter(partition.events(kinds=["execution_result"])))

@@ -68,7 +68,9 @@ def append_item(part, kind, body, index, scratch: Path):
         part.append("execution_result", body, stamp)
     elif kind == "operator_fact":
         record_operator_fact(part, "ops", "measured", "skill_success_rate",
-                             "manipulation.grasp + cup + sim", {"rate": 0.5}, 0.9, stamp)
+                             "manipulation.grasp + cup + sim",
+                             {"skill_id": "manipulation.grasp", "target_class": "cup",
+                              "environment": "sim", "rate": 0.5}, 0.9, stamp)
     elif kind in ("freeze", "unfreeze"):
         record_freeze(part, "ops", "maintenance", kind == "freeze", stamp)
     else:

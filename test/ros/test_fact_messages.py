@@ -5,7 +5,8 @@ reused only while its index and priors are served, and consultation ids stay uni
 import json
 import re
 
-from robot_memory.ros.conversions import fact_to_msg
+from robot_memory.analogies import Analogy
+from robot_memory.ros.conversions import analogy_to_msg, fact_to_msg
 from robot_memory.grounding import GroundingIndex
 from robot_memory.grounding_request import GroundingRequest
 from robot_memory.priors import EMPTY_PRIORS
@@ -71,3 +72,20 @@ def test_an_answer_is_reused_only_while_its_index_and_priors_are_served():
     for i in range(3):  # bounded
         memo.put(GroundingRequest("grasp", f"t{i}"), i, i)
         assert len(memo) <= 2
+
+
+def test_a_fact_no_message_can_be_made_of_is_left_out_of_the_answer_alone():
+    """A stored row the rules' shape does not hold (a hand edit): `ground` leaves it out
+    of the response, names it, and serves the facts around it."""
+    messages = FactMessages()
+    bad = FactRow(7, "skill_success_rate", "grasp|cup|bad", None,
+                  '{"rate": "high", "recommended_parameters": {"force_n": 25}}', "active",
+                  0.8, 3, "v1.0", 1, 1)
+    assert messages.of(bad) is None and messages.of(bad) is None
+    assert list(messages.failed) == [("skill_success_rate", "grasp|cup|bad")]
+    assert messages.of(row(1, 0.75, 16)) is not None
+    lent = analogy_to_msg(Analogy("cup", 0.1, (), (bad, row(2, 0.5, 4))), messages.of)
+    assert [f.fact_id for f in lent.facts] == [2]
+    fixed = FactRow(7, "skill_success_rate", "grasp|cup|bad", None, '{"rate": 0.5}', "active",
+                    0.8, 4, "v1.0", 2, 2)  # the pass's delta brings a readable version
+    assert messages.of(fixed) is not None and messages.failed == {}

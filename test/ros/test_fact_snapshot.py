@@ -1,7 +1,11 @@
 """The latched snapshot framed around serialized facts reads back as the message the
 RMW's own serializer would have carried."""
 
+import json
+
 from builtin_interfaces.msg import Time
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rclpy.serialization import deserialize_message, serialize_message
 
 from robot_memory.msg import SemanticFactArray
@@ -81,3 +85,32 @@ def test_a_delta_is_framed_around_the_changed_facts_and_updates_the_snapshot():
         whole = snapshot.message("ab" * 32, 78, 0, stamp)
         whole = deserialize_message(whole, SemanticFactArray) if framed else whole
         assert whole.facts == msgs[:2] + [changed[0]] + msgs[3:8] + changed[1:]
+
+
+# Any value a stored row may hold (an older version's, a hand edit), even text that is
+# not JSON, for the rules' facts and for operators'.
+_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
+_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.sampled_from(["rate", "recommended_parameters", "median", "skill_id", "x"]), inner,
+    max_size=3), max_leaves=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_values, st.booleans(), st.sampled_from(["v1.0", "operator/1"])),
+                min_size=1, max_size=6))
+def test_a_fact_whose_value_cannot_be_published_is_left_out_alone(rows):
+    facts = []
+    for i, (value, as_text, rule_version) in enumerate(rows):
+        text = value if isinstance(value, str) and as_text else json.dumps(value)
+        facts.append(FactRow(i + 1, "skill_success_rate", f"key {i}", None, text, "active",
+                             0.5, i, rule_version, 1, 1))
+    facts.append(fact(99, VALUES[0]))
+    snapshot = FactSnapshot()
+    snapshot.replace_all(facts)
+    assert len(snapshot) + len(snapshot.left_out) == len(facts)
+    assert ("kind" + "x" * 4, fact(99, VALUES[0]).key) not in snapshot.left_out
+    delta = snapshot.delta(facts, "ab" * 32, 2, 1, Time(sec=1))
+    published = deserialize_message(snapshot.message("ab" * 32, 2, 1, Time(sec=1)),
+                                    SemanticFactArray)
+    assert len(published.facts) == len(snapshot)
+    assert len(deserialize_message(delta, SemanticFactArray).facts) == len(snapshot)

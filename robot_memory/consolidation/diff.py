@@ -42,9 +42,6 @@ def format_diff(report: PassReport) -> str:
         if change.old.status != change.new.status:
             parts.insert(0, f"status {change.old.status} -> {change.new.status}")
         lines.append(f"~ {change.kind} [{change.key}]: " + ", ".join(parts))
-    if report.skipped:
-        lines.append("skipped: " + ", ".join(f"{k}={v}" for k, v in
-                                             sorted(report.skipped.items())))
     lines += [f"! ill-shaped operator fact skipped: {s.describe()}" for s in report.ill_shaped]
     lines += [f"! {kind} [{key}] not made by this pass: {why}"
               for kind, key, why in report.fact_faults]

@@ -7,6 +7,8 @@ Two depths:
   re-hashes, and a rotating sample of older events re-hashes too.
 - `full_check` (`robot-memory verify --full`, and the verifier in the background after
   boot): SQLite's own integrity_check and a re-hash of every event of every chain.
+At both depths, once a chain is intact, its semantic tier (facts and states) must hash
+to the digest its newest consolidation run recorded (store/tier_check.py).
 Both name the first problem: what, which table, which event (id and chain position).
 Neither repairs anything. Here: the checks of the file, and `check_store`, which runs
 either depth over every chain; the re-hash of one chain is store/chain_check.py.
@@ -23,6 +25,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from robot_memory.errors import RobotMemoryError, StoreIntegrityError, from_foreign
 from robot_memory.store.chain_check import BOOT_SAMPLE_EVENTS, boot_check, verify_chain
 from robot_memory.store.opening import MemoryStore
+from robot_memory.store.tier_check import check_tier
 
 
 class StoreCorrupted(StoreIntegrityError):
@@ -137,6 +140,10 @@ def check_store(url: str, identity_hash: str | None = None, full: bool = False,
             report = verify_chain(partition) if full else boot_check(partition, sample, record)
             reports.append(report.describe())
             ok = ok and report.ok
+            if report.ok:  # the chain attests the run whose digest the tier is held to
+                tier = check_tier(partition)
+                reports.append(tier.describe())
+                ok = ok and tier.ok
         if sqlite_check is not None:
             problem = sqlite_check.result()
             if problem:

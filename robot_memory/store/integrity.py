@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from robot_memory.errors import RobotMemoryError, StoreIntegrityError, from_foreign
 from robot_memory.store.chain_check import BOOT_SAMPLE_EVENTS, boot_check, verify_chain
 from robot_memory.store.opening import MemoryStore
-from robot_memory.store.tier_check import check_tier
+from robot_memory.store.tier_check import TierReport, check_tier
 
 
 class StoreCorrupted(StoreIntegrityError):
@@ -111,6 +111,8 @@ class StoreVerdict:
     lines: list[str]
     # Why the store could not be opened, as one of ours (a lock is not a corruption).
     open_error: RobotMemoryError | None = None
+    # The semantic tier of each identity whose chain is intact, held to its digest.
+    tiers: list[TierReport] = field(default_factory=list)
 
 
 def check_store(url: str, identity_hash: str | None = None, full: bool = False,
@@ -134,7 +136,7 @@ def check_store(url: str, identity_hash: str | None = None, full: bool = False,
     try:
         lines: list[str] = []
         identities = [identity_hash] if identity_hash else store.identities()
-        ok, reports = True, []
+        ok, reports, tiers = True, [], []
         for ident in identities:
             partition = store.partition(ident)
             report = verify_chain(partition) if full else boot_check(partition, sample, record)
@@ -142,6 +144,7 @@ def check_store(url: str, identity_hash: str | None = None, full: bool = False,
             ok = ok and report.ok
             if report.ok:  # the chain attests the run whose digest the tier is held to
                 tier = check_tier(partition)
+                tiers.append(tier)
                 reports.append(tier.describe())
                 ok = ok and tier.ok
         if sqlite_check is not None:
@@ -150,7 +153,7 @@ def check_store(url: str, identity_hash: str | None = None, full: bool = False,
                 return StoreVerdict(False, [problem])
             if store.engine.dialect.name == "sqlite":
                 lines.append("SQLite integrity_check: ok")
-        return StoreVerdict(ok, lines + reports)
+        return StoreVerdict(ok, lines + reports, tiers=tiers)
     except SQLAlchemyError as exc:
         problem = _finished(sqlite_check)
         if problem:  # what SQLite itself found says more than the read that failed

@@ -2,10 +2,11 @@
 of the facts and states its pass left, so that the tier is as tamper-evident as the log.
 
 For each of the two tables (`semantic_facts`, `consolidation_state`) the digest is the
-number of rows and the sum, modulo 2^2048, of a 2048-bit hash (SHAKE-256) of each row's
-canonical bytes. A sum is fixed in size and updated in place: a pass subtracts the rows
-it replaces and adds the rows it writes, never reading the rest of the tier. The run
-event that holds it is chained, so the digest is attested like any event.
+number of rows and the sum, modulo 2^2048, of a 2048-bit hash of each row's canonical
+bytes (SHA-256, expanded by SHAKE-256). A sum is fixed in size and updated in place: a
+pass subtracts the rows it replaces and adds the rows it writes, never reading the rest
+of the tier. The run event that holds it is chained, so the digest is attested like any
+event.
 
 Why 2048 bits and not 256: an additive hash of n bits falls to Wagner's generalized
 birthday attack (an attacker who may alter k rows searches variants of each for a set
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,28 +41,41 @@ RUN_DIGEST_KEY = "digest"
 FACTS_TABLE, STATES_TABLE = "semantic_facts", "consolidation_state"
 
 
-def _text(value: str) -> str:
-    """A text field with its length in front: no separator a key could hold is needed."""
-    return f"{len(value)}:{value}"
+# A fact's numbers (confidence, n_observations, last supporting event id,
+# last_updated_ns) as IEEE 754 double and int64s: a fixed 32 bytes, four times cheaper
+# than their text. A value of another type (a row written by hand) is hashed as its
+# repr, behind another tag, so it still counts, as something no pass writes.
+_FACT_NUMBERS = struct.Struct("<dqqq")
+
+
+def _expanded(canonical: bytes) -> int:
+    """A row's 2048-bit hash: SHA-256 of its canonical bytes (a few hundred; hardware
+    SHA-256 reads them at twice the speed of SHAKE), expanded by SHAKE-256."""
+    return int.from_bytes(hashlib.shake_256(hashlib.sha256(canonical).digest())
+                          .digest(_DIGEST_BYTES), "big")
 
 
 def fact_row_hash(identity_hash: str, kind: str, key: str, value_json: str, status: str,
                   confidence: float, n_observations: int, rule_version: str,
                   last_supporting_event_id: int, last_updated_ns: int) -> int:
     """The hash of a semantic_facts row (all its columns but the row id, which is the
-    store's and not the pass's), as an integer."""
-    canonical = (f"fact\n{identity_hash}\n{_text(kind)}{_text(key)}{_text(status)}"
-                 f"{_text(rule_version)}{float(confidence)!r}\n{int(n_observations):d}\n"
-                 f"{int(last_supporting_event_id):d}\n{int(last_updated_ns):d}\n{value_json}")
-    return int.from_bytes(hashlib.shake_256(canonical.encode("utf-8")).digest(_DIGEST_BYTES),
-                          "big")
+    store's and not the pass's), as an integer. Text fields go with their length in
+    front (no separator a key could hold is needed), the value last."""
+    try:
+        numbers = b"\x00" + _FACT_NUMBERS.pack(confidence, n_observations,
+                                               last_supporting_event_id, last_updated_ns)
+    except (struct.error, TypeError):
+        numbers = b"\x01" + repr((confidence, n_observations, last_supporting_event_id,
+                                  last_updated_ns)).encode("utf-8") + b"\x00"
+    text = (f"{identity_hash}\n{len(kind)}:{kind}{len(key)}:{key}{len(status)}:{status}"
+            f"{len(rule_version)}:{rule_version}{value_json}")
+    return _expanded(b"fact\n" + numbers + text.encode("utf-8"))
 
 
 def state_row_hash(identity_hash: str, kind: str, key: str, state_json: str) -> int:
     """The hash of a consolidation_state row, as an integer."""
-    canonical = f"state\n{identity_hash}\n{_text(kind)}{_text(key)}{state_json}"
-    return int.from_bytes(hashlib.shake_256(canonical.encode("utf-8")).digest(_DIGEST_BYTES),
-                          "big")
+    return _expanded(f"state\n{identity_hash}\n{len(kind)}:{kind}{len(key)}:{key}"
+                     f"{state_json}".encode("utf-8"))
 
 
 def _hex(total: int) -> str:

@@ -66,14 +66,20 @@ def state_texts(states: dict[Key, dict[str, Any]]) -> dict[Key, str]:
 def facts_from_states(states: dict[Key, dict[str, Any]], plan: OverridePlan,
                       config: RulesConfig, rules: Sequence[Rule] = RULES
                       ) -> dict[Key, tuple]:
-    """The facts these states render to, overrides applied, as stored columns."""
+    """The facts these states render to, overrides applied, as stored columns. A state
+    of a kind these rules do not know, or one a pass could not have written (a damaged
+    row: the rule cannot read it), renders nothing."""
     by_kind = {rule.kind: rule for rule in rules}
     rendered = {}
     for kind, group in sorted(states):
         rule = by_kind.get(kind)
         if rule is None:
-            continue  # a state of a kind these rules do not know renders nothing
-        for fact in rule.render(group, states[(kind, group)], config):
+            continue
+        try:
+            facts = rule.render(group, states[(kind, group)], config)
+        except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError):
+            continue
+        for fact in facts:
             rendered[(fact.kind, fact.key)] = fact
     facts = {}
     for key in sorted(set(rendered) | set(plan.operator_facts)):

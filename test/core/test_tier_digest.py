@@ -280,3 +280,35 @@ def test_a_store_written_before_tier_digests_is_attested_by_its_next_pass(tmp_pa
     assert report.ok and report.attested and report.facts > 0
     assert rederive(part).ok
     store.close()
+
+
+@pytest.mark.parametrize("compacted", [False, True])
+def test_damaged_rows_are_named_without_a_crash(tmp_path, compacted):
+    """Rows no pass could write (a state that is not a rule's, a confidence that is not a
+    number) are hashed, found and named like any edit; nothing raises."""
+    url = consolidated(f"sqlite:///{tmp_path / 'memory.db'}")
+    archives = tmp_path / "segments"
+    if compacted:
+        store = MemoryStore(url)
+        compact(store.partition(IDENT), store.partition(IDENT).head()[0], archives)
+        store.close()
+    row_id, key = fact_row(url, "zone_risk")
+    raw(url, f"UPDATE semantic_facts SET confidence = 'high' WHERE id = {row_id}",
+        "UPDATE consolidation_state SET state_json = '{\"n\":\"many\"}' WHERE identity_hash = "
+        f"'{IDENT}' AND fact_kind = 'skill_success_rate'")
+    verdict, text = boot_verdict(url)
+    assert not verdict.ok
+    assert "table semantic_facts" in text and "table consolidation_state" in text
+    store = MemoryStore(url)
+    part = store.partition(IDENT)
+    located = locate_difference(part)
+    full = rederive(part, archive_dir=archives)
+    store.close()
+    assert not located.ok and not full.ok
+    assert full.first.table == "consolidation_state"
+    if compacted:
+        assert "--full --archives DIR" in located.describe()
+    else:
+        assert located.first.table == "consolidation_state"
+        assert f"fact zone_risk|{key} (semantic_facts.id {row_id}): edited" in \
+            located.describe()

@@ -33,12 +33,13 @@ from robot_memory.compaction import CompactionError
 from robot_memory.consolidation.rules import RULES, Rule, RulesConfig
 from robot_memory.consolidation.tier_rebuild import (checkpoint_and_plan, facts_from_states,
                                                      state_texts, states_from_log)
-from robot_memory.store import (FACTS_TABLE, STATES_TABLE, Partition, compactions,
-                                fact_row_hash, fact_rows, newest_run_digest, state_row_hash,
-                                state_rows)
+from robot_memory.store import (DIGEST_BITS, FACTS_TABLE, STATES_TABLE, Partition,
+                                compactions, fact_row_hash, fact_rows, newest_run_digest,
+                                state_row_hash, state_rows)
 from robot_memory.store.schema import events
 
 Key = tuple[str, str]
+_MODULUS = 1 << DIGEST_BITS  # the digest's sums are modulo this
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def accounts_for(part: tuple[int, int], recorded: tuple[int, int], differences, 
             rows, total = rows - 1, total - row_hash(key, stored[key][1])
         if key in expected:
             rows, total = rows + 1, total + row_hash(key, expected[key])
-    return (rows, total % (1 << 2048)) == recorded
+    return (rows, total % _MODULUS) == recorded
 
 
 def _stored_facts(ident: str, conn) -> dict[Key, tuple[int, tuple]]:
@@ -120,7 +121,7 @@ def _stored_states(ident: str, conn) -> dict[Key, tuple[None, str]]:
 
 
 def _part_digest(stored: dict, row_hash) -> tuple[int, int]:
-    return len(stored), sum(row_hash(key, row[1]) for key, row in stored.items()) % (1 << 2048)
+    return len(stored), sum(row_hash(key, row[1]) for key, row in stored.items()) % _MODULUS
 
 
 # -- verify: name the row ---------------------------------------------------------------------

@@ -28,14 +28,14 @@ from robot_memory.store.schema import GENESIS_HASH
 from robot_memory.store.semantic import (ConcurrentPass, FactRow, FactWrite,
                                          fact_row_from_columns)
 from robot_memory.store.tier_check import TierReport, check_tier, compare_tier
-from robot_memory.store.tier_digest import (FACTS_TABLE, RUN_DIGEST_KEY, STATES_TABLE,
-                                            RecordedDigest, TierDigest, fact_row_hash,
-                                            fact_rows, newest_run_digest, state_row_hash,
-                                            state_rows, stored_tier_digest)
+from robot_memory.store.tier_digest import (DIGEST_BITS, FACTS_TABLE, RUN_DIGEST_KEY,
+                                            STATES_TABLE, RecordedDigest, TierDigest,
+                                            fact_row_hash, fact_rows, newest_run_digest,
+                                            state_row_hash, state_rows, stored_tier_digest)
 
-__all__ = ["FACTS_TABLE", "GENESIS_HASH", "RUN_DIGEST_KEY", "STATES_TABLE", "RecordedDigest",
-           "TierDigest", "TierReport", "check_tier", "compare_tier", "fact_row_hash",
-           "fact_rows", "newest_run_digest", "state_row_hash", "state_rows",
+__all__ = ["DIGEST_BITS", "FACTS_TABLE", "GENESIS_HASH", "RUN_DIGEST_KEY", "STATES_TABLE",
+           "RecordedDigest", "TierDigest", "TierReport", "check_tier", "compare_tier",
+           "fact_row_hash", "fact_rows", "newest_run_digest", "state_row_hash", "state_rows",
            "stored_tier_digest", "ChainReport", "Compaction", "ConcurrentPass", "FactRow",
            "FactWrite",
            "MemoryStore", "MigrationReport", "NewEvent", "OutcomeRow", "Partition",

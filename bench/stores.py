@@ -142,9 +142,10 @@ def cached_store(events: int, facts: int, consolidated: bool = True,
     `facts` is ignored."""
     CACHE.mkdir(exist_ok=True)
     shape = f"targets{spread_targets}_spread" if spread_targets else f"facts{facts}"
-    # A consolidated store holds states as this code writes them (the layout in its name).
+    # A consolidated store holds states as this code writes them (the layout in its name)
+    # and a run that records the tier's digest ("d": a store without one is not reused).
     name = (f"{GENERATOR}_events{events}_{shape}"
-            f"{f'_consolidated_t{TIMELINE_LAYOUT}' if consolidated else ''}")
+            f"{f'_consolidated_t{TIMELINE_LAYOUT}d' if consolidated else ''}")
     path = CACHE / f"{name}.db"
     if path.exists():
         return path

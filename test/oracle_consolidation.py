@@ -34,7 +34,8 @@ from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
                                       KNOWLEDGE_CONFLICT_RESOLVED, OVERRIDE)
 from robot_memory.intake.records import InvalidRecord, record_from_payload
-from robot_memory.store import ConcurrentPass, FactRow, NewEvent, Partition
+from robot_memory.store import (RUN_DIGEST_KEY, ConcurrentPass, FactRow, NewEvent, Partition,
+                                stored_tier_digest)
 from robot_memory.store.schema import consolidation_state, semantic_facts
 
 from oracle_rules import PER_RECORD, SkipRecord
@@ -195,8 +196,12 @@ def _conflict_event(change: FactChange) -> dict[str, Any] | None:
 
 def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig(), *,
                        apply: bool = True, stamp_ns: int | None = None,
-                       max_events: int | None = None) -> PassReport:
-    """Run one pass; with apply=False only report what it would change (dry run)."""
+                       max_events: int | None = None, record_digest: bool = True
+                       ) -> PassReport:
+    """Run one pass; with apply=False only report what it would change (dry run). The
+    run records the digest of the tier as written, every row read back and hashed (the
+    oracle of the pass's incremental digest); record_digest=False writes runs as the
+    releases before tier digests did."""
     started = time.perf_counter()
     report = PassReport(partition.identity_hash)
     with partition.store.read() as conn:
@@ -262,9 +267,13 @@ def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig()
             _write_facts(partition, conn, report.changes)
             audit = [NewEvent(c["event_kind"], {k: v for k, v in c.items() if k != "event_kind"},
                               stamp) for c in report.conflicts]
+            digest = {RUN_DIGEST_KEY: stored_tier_digest(partition.identity_hash,
+                                                         conn).payload()} \
+                if record_digest else {}
             audit.append(NewEvent(CONSOLIDATION_RUN,
                                   {**_run_payload(report), "override_seq": until,
-                                   "frozen": report.frozen, "reset": reset_pending}, stamp))
+                                   "frozen": report.frozen, "reset": reset_pending,
+                                   **digest}, stamp))
             report.run_event_id = partition.append_in(conn, audit)[-1].id
             report.applied = True
     report.duration_s = time.perf_counter() - started

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from robot_memory.cli.common import (CommandError, archive_dir_from_args, identity_from_args,
-                                     partition_from_args, time_ns_of)
+                                     partition_from_args, rules_config_from_args, time_ns_of)
 from robot_memory.errors import StoreIntegrityError
 
 
@@ -23,6 +23,8 @@ def cmd_verify(args) -> int:
     for line in verdict.lines:
         print(line)
     ok = verdict.ok
+    if verdict.open_error is None:
+        ok = _audit_tiers(args, verdict) and ok
     if args.witness:
         ok = _verify_witness(args, identity) and ok
     if args.archives:
@@ -30,6 +32,30 @@ def cmd_verify(args) -> int:
     print(("store verified" if ok else "STORE CORRUPTED") +
           (" (full check)" if args.full else " (boot check; --full re-hashes every event)"))
     return 0 if ok else 1
+
+
+def _audit_tiers(args, verdict) -> bool:
+    """Name the first fact or state that differs from its digest (with --full: rebuild
+    the whole tier from the log and compare every row)."""
+    from robot_memory.store import MemoryStore
+    from robot_memory.tier_audit import locate_difference, rederive
+    differing = [t for t in verdict.tiers if not t.ok and not t.problem]
+    if not (args.full and verdict.tiers) and not differing:
+        return True
+    config = rules_config_from_args(args)
+    archives = Path(args.archives) if args.archives else None
+    store = MemoryStore(args.db)
+    try:
+        ok = True
+        for tier in verdict.tiers if args.full else differing:
+            partition = store.partition(tier.identity_hash)
+            audit = rederive(partition, config, archives) if args.full else \
+                locate_difference(partition, config)
+            print(audit.describe())
+            ok = ok and audit.ok
+    finally:
+        store.close()
+    return ok
 
 
 def _verify_archives(args, identity: str | None) -> bool:

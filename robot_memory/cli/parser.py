@@ -112,14 +112,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_store(verbs.add_parser("verify", help="check the store and hash chain(s); "
                                                    "non-zero with a diagnosis if broken"))
     p.add_argument("--full", action="store_true",
-                   help="SQLite integrity_check and a re-hash of every event (default: the "
+                   help="SQLite integrity_check, a re-hash of every event, and the semantic "
+                        "tier re-derived from the log and compared row by row (default: the "
                         "verifier's fast boot check)")
     p.add_argument("--witness", metavar="FILE",
                    help="witness file of signed checkpoints: the chain must extend the newest")
     p.add_argument("--public-key", metavar="KEY",
                    help="public key the checkpoints are signed with")
     p.add_argument("--archives", metavar="DIR",
-                   help="also re-hash the history compactions moved to the segments in DIR")
+                   help="also re-hash the history compactions moved to the segments in DIR "
+                        "(with --full, the semantic tier is re-derived from it too)")
+    with_rule_params(p)
     p.set_defaults(func=cmd_verify)
 
     p = with_store(verbs.add_parser(

@@ -2,20 +2,22 @@
 pass, the consolidator node and the grounding server share.
 
 The newest `consolidation_run` event is the checkpoint: its seq and id (the facts'
-version), the last chain position whose results it folded (`last_seq`) and the last
-override it applied (`override_seq`, older runs lack it: then `last_seq`).
+version), the last chain position whose results it folded (`last_seq`), the last
+override it applied (`override_seq`, older runs lack it: then `last_seq`) and the digest
+of the semantic tier it left (`digest`, store/tier_digest.py; older runs lack it).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection
 
 from robot_memory.consolidation.override_plan import IllShaped, OverridePlan, plan_overrides
 from robot_memory.event_kinds import CONSOLIDATION_RUN, OVERRIDE
-from robot_memory.store import FactRow, Partition, StoredEvent
+from robot_memory.store import RUN_DIGEST_KEY, FactRow, Partition, StoredEvent
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,8 @@ class Checkpoint:
     run_event_id: int = 0  # its events.id: the version of the facts
     done_seq: int = 0  # results up to here are folded
     override_seq: int = 0  # overrides up to here are applied
+    # The tier digest the run recorded, as recorded (None: a run before tier digests).
+    digest: Any = None
 
 
 def read_checkpoint(partition: Partition, conn: Connection) -> Checkpoint:
@@ -33,11 +37,13 @@ def read_checkpoint(partition: Partition, conn: Connection) -> Checkpoint:
     seq, event_id, payload_json = run
     payload = _leading_fields(payload_json)
     done = int(payload["last_seq"])
-    return Checkpoint(seq, event_id, done, int(payload.get("override_seq", done)))
+    return Checkpoint(seq, event_id, done, int(payload.get("override_seq", done)),
+                      payload.get(RUN_DIGEST_KEY))
 
 
 # A run payload is canonical JSON (keys sorted) whose keys before "reset" hold only
-# numbers and booleans: last_seq and override_seq among them. Its "touched_facts" list
+# numbers, booleans and the tier digest (counts and hex digits): last_seq, override_seq
+# and the digest among them. Its "touched_facts" list
 # (every fact key the run wrote: 10^4 after a full pass) is not decoded on every tick.
 _AFTER_POSITIONS = ',"reset":'
 

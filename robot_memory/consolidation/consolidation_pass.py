@@ -8,7 +8,9 @@ The pass reads straight through:
 2. compute, with no I/O: merge the partial states into the stored ones with integer
    arithmetic, render, apply the overrides, diff;
 3. commit: the store writes the states, the changed facts, any knowledge_conflict
-   events and the `consolidation_run` event in ONE transaction (Partition.commit_pass).
+   events and the `consolidation_run` event in ONE transaction (Partition.commit_pass);
+   the run records the digest of the tier the pass leaves, updated from the previous
+   run's with the rows the pass replaces and writes (consolidation/tier_update.py).
 A pass killed at any point leaves all of it or none of it, so the next pass redoes
 exactly the same range, counting nothing twice. Another pass that commits first makes
 this one raise ConcurrentPass.
@@ -38,8 +40,10 @@ from robot_memory.consolidation.partials import aggregate
 from robot_memory.consolidation.rules import (RULE_VERSION, RULES, Partials, RenderedFact, Rule,
                                               RulesConfig)
 from robot_memory.consolidation.rules.base import OneFactPerGroup
+from robot_memory.consolidation.tier_update import digest_after, digest_before, stored_states_sum
 from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
-from robot_memory.store import ConcurrentPass, FactRow, NewEvent, Partition
+from robot_memory.store import (RUN_DIGEST_KEY, ConcurrentPass, FactRow, NewEvent, Partition,
+                                TierDigest)
 
 __all__ = ["CONSOLIDATION_RUN", "EXECUTION_RESULT", "ConcurrentPass", "FactChange",
            "PassReport", "consolidation_pass", "facts_snapshot", "replay_snapshot"]
@@ -115,6 +119,9 @@ class PassInputs:
     last_stamp_ns: int = 0
     stored_states: dict[GroupId, dict[str, Any]] = field(default_factory=dict)
     existing: dict[GroupId, FactRow] = field(default_factory=dict)
+    # The tier digest the pass builds on, and the hashes of the stored states it rewrites.
+    digest_before: TierDigest = field(default_factory=TierDigest)
+    replaced_states_sum: int = 0
 
     @property
     def nothing_new(self) -> bool:
@@ -151,11 +158,16 @@ def read_inputs(partition: Partition, config: RulesConfig,
              after, results_until, int(config.time_bucket_s * 1e9), conn), config, rules)
         if inputs.nothing_new:
             return inputs
+        ident = partition.identity_hash
+        inputs.digest_before = digest_before(ident, checkpoint, inputs.reset_pending, conn)
         keys = plan.keys_changed_after(checkpoint.override_seq)
         for kind, groups in inputs.partials.groups.items():
             rule = inputs.rules[kind]
-            stored = {} if inputs.reset_pending else \
-                _decoded(partition.consolidation_states(kind, groups, conn))
+            stored = {}
+            if not inputs.reset_pending:
+                texts = partition.consolidation_states(kind, groups, conn)
+                inputs.replaced_states_sum += stored_states_sum(ident, kind, texts)
+                stored = _decoded(texts)
             # A rule whose one fact per group has the group's key: no need to ask.
             one_fact = type(rule).fact_keys is OneFactPerGroup.fact_keys
             for group, partial in groups.items():
@@ -239,12 +251,12 @@ def _why(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def run_payload(report: PassReport, inputs: PassInputs) -> dict[str, Any]:
+def run_payload(report: PassReport, inputs: PassInputs, digest: TierDigest) -> dict[str, Any]:
     """The consolidation_run event: the range processed, facts touched, skips (the
-    next pass's checkpoint)."""
-    return {"rule_version": RULE_VERSION, "first_seq": report.first_seq,
-            "last_seq": report.last_seq, "events_read": report.events_read,
-            "facts_touched": report.facts_touched,
+    next pass's checkpoint), and the digest of the tier the pass leaves."""
+    return {"rule_version": RULE_VERSION, RUN_DIGEST_KEY: digest.payload(),
+            "first_seq": report.first_seq, "last_seq": report.last_seq,
+            "events_read": report.events_read, "facts_touched": report.facts_touched,
             "skipped": dict(sorted(report.skipped.items())),
             "touched_facts": sorted(f"{c.kind}|{c.key}" for c in report.changes),
             "override_seq": inputs.until, "frozen": report.frozen,
@@ -320,7 +332,9 @@ def commit(partition: Partition, inputs: PassInputs, report: PassReport, result:
     # JSON values only (str keys): what decoding their canonical JSON gives back.
     audit = [NewEvent(c["event_kind"], {k: v for k, v in c.items() if k != "event_kind"},
                       stamp, as_decoded=True) for c in result.conflicts]
-    audit.append(NewEvent(CONSOLIDATION_RUN, run_payload(report, inputs), stamp,
+    digest = digest_after(partition.identity_hash, inputs.digest_before,
+                          inputs.replaced_states_sum, result.states, result.changes)
+    audit.append(NewEvent(CONSOLIDATION_RUN, run_payload(report, inputs, digest), stamp,
                           as_decoded=True))
     facts = [fact_write(c) for c in result.changes]
     written = partition.commit_pass(inputs.checkpoint.run_seq, inputs.reset_pending,

@@ -8,8 +8,9 @@ reach one identity's rows through its `Partition` (partition.py), whose methods 
 log.py (appends, the hash chain, event reads), aggregates.py (`result_aggregates`) and
 semantic.py (facts, consolidation states, `commit_pass`). chain_check.py re-hashes a
 chain; compacted.py reads what compactions removed (and removes it, for
-robot_memory/compaction.py); integrity.py decides whether a whole store can be trusted
-(`check_store`).
+robot_memory/compaction.py); tier_digest.py is the digest of the semantic tier a
+consolidation run records and tier_check.py holds the stored tier to it; integrity.py
+decides whether a whole store can be trusted (`check_store`).
 """
 
 from robot_memory.store.aggregates import (OutcomeRow, ResultAggregates, ValueBatch,
@@ -26,8 +27,17 @@ from robot_memory.store.partition import Partition
 from robot_memory.store.schema import GENESIS_HASH
 from robot_memory.store.semantic import (ConcurrentPass, FactRow, FactWrite,
                                          fact_row_from_columns)
+from robot_memory.store.tier_check import TierReport, check_tier, compare_tier
+from robot_memory.store.tier_digest import (DIGEST_BITS, FACTS_TABLE, RUN_DIGEST_KEY,
+                                            STATES_TABLE, RecordedDigest, TierDigest,
+                                            fact_row_hash, fact_rows, newest_run_digest,
+                                            state_row_hash, state_rows, stored_tier_digest)
 
-__all__ = ["GENESIS_HASH", "ChainReport", "Compaction", "ConcurrentPass", "FactRow", "FactWrite",
+__all__ = ["DIGEST_BITS", "FACTS_TABLE", "GENESIS_HASH", "RUN_DIGEST_KEY", "STATES_TABLE",
+           "RecordedDigest", "TierDigest", "TierReport", "check_tier", "compare_tier",
+           "fact_row_hash", "fact_rows", "newest_run_digest", "state_row_hash", "state_rows",
+           "stored_tier_digest", "ChainReport", "Compaction", "ConcurrentPass", "FactRow",
+           "FactWrite",
            "MemoryStore", "MigrationReport", "NewEvent", "OutcomeRow", "Partition",
            "ResultAggregates", "StoreError",
            "StoreVerdict", "StoredEvent", "ValueBatch", "boot_check", "check_store",

@@ -7,6 +7,8 @@ Two depths:
   re-hashes, and a rotating sample of older events re-hashes too.
 - `full_check` (`robot-memory verify --full`, and the verifier in the background after
   boot): SQLite's own integrity_check and a re-hash of every event of every chain.
+At both depths, once a chain is intact, its semantic tier (facts and states) must hash
+to the digest its newest consolidation run recorded (store/tier_check.py).
 Both name the first problem: what, which table, which event (id and chain position).
 Neither repairs anything. Here: the checks of the file, and `check_store`, which runs
 either depth over every chain; the re-hash of one chain is store/chain_check.py.
@@ -16,13 +18,14 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from robot_memory.errors import RobotMemoryError, StoreIntegrityError, from_foreign
 from robot_memory.store.chain_check import BOOT_SAMPLE_EVENTS, boot_check, verify_chain
 from robot_memory.store.opening import MemoryStore
+from robot_memory.store.tier_check import TierReport, check_tier
 
 
 class StoreCorrupted(StoreIntegrityError):
@@ -108,6 +111,8 @@ class StoreVerdict:
     lines: list[str]
     # Why the store could not be opened, as one of ours (a lock is not a corruption).
     open_error: RobotMemoryError | None = None
+    # The semantic tier of each identity whose chain is intact, held to its digest.
+    tiers: list[TierReport] = field(default_factory=list)
 
 
 def check_store(url: str, identity_hash: str | None = None, full: bool = False,
@@ -131,19 +136,24 @@ def check_store(url: str, identity_hash: str | None = None, full: bool = False,
     try:
         lines: list[str] = []
         identities = [identity_hash] if identity_hash else store.identities()
-        ok, reports = True, []
+        ok, reports, tiers = True, [], []
         for ident in identities:
             partition = store.partition(ident)
             report = verify_chain(partition) if full else boot_check(partition, sample, record)
             reports.append(report.describe())
             ok = ok and report.ok
+            if report.ok:  # the chain attests the run whose digest the tier is held to
+                tier = check_tier(partition)
+                tiers.append(tier)
+                reports.append(tier.describe())
+                ok = ok and tier.ok
         if sqlite_check is not None:
             problem = sqlite_check.result()
             if problem:
                 return StoreVerdict(False, [problem])
             if store.engine.dialect.name == "sqlite":
                 lines.append("SQLite integrity_check: ok")
-        return StoreVerdict(ok, lines + reports)
+        return StoreVerdict(ok, lines + reports, tiers=tiers)
     except SQLAlchemyError as exc:
         problem = _finished(sqlite_check)
         if problem:  # what SQLite itself found says more than the read that failed

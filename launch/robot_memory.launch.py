@@ -90,7 +90,8 @@ def memory_nodes(context) -> list:
         for name in node_names():
             sources = parameter_sources(name, params_file, typed)
             actions.append(Node(package="robot_memory", executable=name, name=name,
-                                parameters=[sources.defaults, sources.params_file,
+                                parameters=[write_file(sources.defaults, written),
+                                            sources.params_file,
                                             write_file(sources.arguments, written)],
                                 **common))
     # The files stay while a node may respawn, and go when the launch shuts down.

@@ -146,19 +146,27 @@ def overruled(params_document: dict[str, Any], arguments: dict[str, Any]) -> lis
 
 def one_process_defaults() -> dict[str, Any]:
     """The table defaults of the four nodes in one process: a `/**/<node>` section each."""
-    return {f"{EVERY_NODE}/{node}": {PARAMETERS_KEY: table_defaults(node)}
-            for node in node_names()}
+    document: dict[str, Any] = {}
+    for node in node_names():
+        document.update(node_defaults_document(node))
+    return document
+
+
+def node_defaults_document(node: str) -> dict[str, Any]:
+    """The table defaults of one node: a `/**/<node>` section. Written by the launch file
+    itself (launch_ros would leave a file of its own behind for a dict), first, so any
+    section of the params_file applies after it."""
+    return {f"{EVERY_NODE}/{node}": {PARAMETERS_KEY: table_defaults(node)}}
 
 
 @dataclass(frozen=True)
 class ParameterSources:
     """What one node process is given, in this order: the table defaults, the user's
-    params_file, the arguments file."""
+    params_file, the arguments file (the first and last: parameters documents)."""
 
-    defaults: dict[str, Any]  # four processes: name -> value (launch_ros keys it by the
-    #                            node's full name); one process: a parameters document
+    defaults: dict[str, Any]
     params_file: str
-    arguments: dict[str, Any]  # a parameters document (arguments_document)
+    arguments: dict[str, Any]
 
 
 def parameter_sources(node: str | None, params_file: str, typed: dict[str, str]
@@ -170,5 +178,5 @@ def parameter_sources(node: str | None, params_file: str, typed: dict[str, str]
     if node is None:
         return ParameterSources(one_process_defaults(), params_file,
                                 arguments_document(document, arguments))
-    return ParameterSources(table_defaults(node), params_file,
+    return ParameterSources(node_defaults_document(node), params_file,
                             arguments_document(document, node_arguments(node, arguments)))

@@ -44,7 +44,8 @@ def test_each_node_is_given_defaults_then_the_params_file_then_its_arguments(tmp
     for node in node_names():
         sources = parameter_sources(node, str(params_file), TYPED)
         assert sources.params_file == str(params_file)
-        assert "database_url" not in sources.defaults  # an argument, not a default
+        defaults = sources.defaults[f"/**/{node}"]["ros__parameters"]
+        assert "database_url" not in defaults  # an argument, not a default
         given = sources.arguments["/**"]["ros__parameters"]
         assert given["database_url"] == "sqlite:////b.db" and given["use_sim_time"] is False
         assert ("certified_hash" in given) == (node == "manifest_verifier")

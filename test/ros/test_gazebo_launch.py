@@ -35,14 +35,16 @@ def test_gazebo_launch_file_loads_in_the_real_launch_system():
     assert isinstance(description, launch.LaunchDescription)
     includes = [e for e in description.entities if isinstance(e, IncludeLaunchDescription)]
     assert len(includes) == 1
-    from launch.utilities import perform_substitutions
+    from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions
     context = launch.LaunchContext()
     context.launch_configurations["use_sim_time"] = "true"  # the file's default
-    arguments = {perform_substitutions(context, list(key)):
-                 perform_substitutions(context, list(value))
-                 for key, value in includes[0].launch_arguments}
+
+    def text(part) -> str:
+        return perform_substitutions(context, normalize_to_list_of_substitutions(part))
+
+    arguments = {text(key): text(value) for key, value in includes[0].launch_arguments}
     assert arguments == {"use_sim_time": "true"}
-    module = {}
+    module = {"__file__": str(GAZEBO_LAUNCH)}
     exec(compile(GAZEBO_LAUNCH.read_text(), str(GAZEBO_LAUNCH), "exec"), module)
     names = [type(e).__name__ for e in description.entities]
     assert ("Node" in names) == module["ros_gz_bridge_installed"]()

@@ -1,8 +1,7 @@
 """The launch arguments win over a conflicting params_file, for every node, in both
 process modes: real node processes started with exactly the parameter sources the
 launch file passes (robot_memory/launch_parameters.py), read back through their
-parameter services as `ros2 param get` does. launch_ros itself is not on PyPI; what it
-writes for a dict of defaults (a file keyed by the node's full name) is written here."""
+parameter services as `ros2 param get` does (launch_ros itself is not on PyPI)."""
 
 import os
 import subprocess
@@ -46,9 +45,8 @@ def start_as_launch_would(tmp_path, namespace, params_file, typed, one_process, 
     for node in [None] if one_process else node_names():
         sources = parameter_sources(node, params_file, typed)
         name = node or "all_nodes"
-        defaults = sources.defaults if node is None else \
-            {f"/{namespace}/{node}": {"ros__parameters": sources.defaults}}
-        files = [write(tmp_path / f"{name}_defaults.yaml", defaults), sources.params_file,
+        files = [write(tmp_path / f"{name}_defaults.yaml", sources.defaults),
+                 sources.params_file,
                  write(tmp_path / f"{name}_arguments.yaml", sources.arguments)]
         command = [sys.executable, "-m", "robot_memory.ros.entry", name, "--ros-args",
                    "-r", f"__ns:=/{namespace}"]

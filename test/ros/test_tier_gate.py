@@ -5,7 +5,6 @@ the same STORE_CORRUPTED diagnosis a broken chain gets."""
 import sqlite3
 
 from lifecycle_msgs.msg import State
-from lifecycle_msgs.srv import GetState
 
 from robot_memory.consolidation import consolidation_pass
 from robot_memory.msg import IdentityStatus
@@ -13,18 +12,9 @@ from robot_memory.store import MemoryStore
 from helpers import result_event
 
 from ros.conftest import stack_log, wait_until
+from ros.test_governance import lifecycle_state
 
 ERROR = 2  # diagnostic_msgs/DiagnosticStatus ERROR
-
-
-def lifecycle_state(probe, node: str) -> int:
-    """The node's state; a lost answer (DDS under load) is asked again."""
-    def ask():
-        try:
-            return probe.call(GetState, f"{node}/get_state", GetState.Request(), timeout=5.0)
-        except AssertionError:
-            return None
-    return wait_until(ask, 30, f"{node}/get_state").current_state.id
 
 
 def test_an_edited_fact_halts_the_memory_nodes_at_boot(probe, start_stack, certified_hash,

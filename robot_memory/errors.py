@@ -21,6 +21,8 @@ reads). `str(error)` is the one line the command line prints.
     │   ├── operator_credentials.CredentialRefused  a request's operator credential refused
     │   ├── store.roles.RoleError                 a role name or identity the fleet store refuses
     │   ├── priors_sources.PriorsError            a priors source that fails its check
+    │   ├── launch_parameters.ParamsFileError     a params_file that is no parameters file
+    │   ├── lifecycle_policy.SplitStack           a node's store is not the verifier's
     │   └── intake.admission.Refused              (internal: a result not admitted)
     ├── StoreFailure                      exit 4  the store cannot be opened or read
     │   ├── store.StoreError                      (bad URL, no driver, no server, schema)

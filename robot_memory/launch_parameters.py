@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from robot_memory.errors import InputError
 from robot_memory.parameters import node_defaults, node_names, node_parameters
 
 # Launch arguments that set the node parameter of the same name.
@@ -36,7 +37,7 @@ PARAMETERS_KEY = "ros__parameters"
 EVERY_NODE = "/**"
 
 
-class ParamsFileError(ValueError):
+class ParamsFileError(InputError):
     """Raised when a params_file is not a ROS 2 parameters file (says which and why)."""
 
 

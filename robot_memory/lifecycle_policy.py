@@ -12,6 +12,8 @@ ROS-free: states are lifecycle state labels ("unconfigured", "configuring", ...)
 
 from __future__ import annotations
 
+from robot_memory.errors import InputError
+
 UNCONFIGURED, INACTIVE, ACTIVE, FINALIZED = "unconfigured", "inactive", "active", "finalized"
 PRIMARY_STATES = frozenset({UNCONFIGURED, INACTIVE, ACTIVE, FINALIZED})
 
@@ -103,7 +105,7 @@ class BringUpPolicy:
         return False
 
 
-class SplitStack(Exception):
+class SplitStack(InputError):
     """Raised when a memory node opened another store than the one the verifier checked:
     configured, it would write or serve a store the rest of the stack does not use."""
 

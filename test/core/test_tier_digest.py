@@ -61,7 +61,8 @@ def consolidated(url):
     part.append_many(stream[400:450])
     consolidation_pass(part)
     record_operator_fact(part, "ops", "measured", "object_property", "object_3",
-                         {"mass_kg": 0.25}, 0.9, 10**12)
+                         {"target_class": "object_3", "property": "mass_kg",
+                          "band": {"median": 0.25}}, 0.9, 10**12)
     part.append_many(stream[450:])
     consolidation_pass(part)
     store.partition(OTHER).append_many([result_event(i, target="red_mug") for i in range(8)])
@@ -233,7 +234,8 @@ def test_a_normal_life_never_trips_it(url, tmp_path):
     fact = next(f for f in part.facts() if f.kind == "skill_success_rate")
     record_invalidation(part, "ops", "suspect", fact, 10**12)
     record_operator_fact(part, "ops", "measured", "object_property", "object_7",
-                         {"mass_kg": 1.5}, 0.95, 10**12)
+                         {"target_class": "object_7", "property": "mass_kg",
+                          "band": {"median": 1.5}}, 0.95, 10**12)
     consolidation_pass(part)
     holds(part)
     record_freeze(part, "ops", "audit", True, 10**12)

@@ -65,10 +65,10 @@ def test_ill_shaped_overrides_of_every_kind_are_refused_and_the_stack_serves_on(
     probe.wait_identity()
     wait_active(probe, "grounding_server")
     wait_active(probe, "consolidator")
-    assert probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=False)).success
+    assert probe.call_signed(Consolidate, "consolidate", Consolidate.Request(dry_run=False)).success
     served(probe)
     for kind, value_json, field in ILL_SHAPED:
-        answer = probe.call(Override, "override", Override.Request(
+        answer = probe.call_signed(Override, "override", Override.Request(
             action=Override.Request.ACTION_OPERATOR_FACT, operator_name="alice",
             reason="fuzz", kind=kind, key="k", value_json=value_json, confidence=1.0))
         assert not answer.success and answer.reason.startswith(f"{field}: "), \
@@ -122,13 +122,13 @@ def test_an_ill_shaped_operator_fact_already_in_the_log_is_skipped_and_the_stack
     assert f"override event {bad.id}" in log and "value.skill_id" in log
     # A pass over new results runs and publishes; nothing is fatal.
     part.append_many([result_event(100 + i) for i in range(4)])
-    applied = probe.call(Consolidate, "consolidate", Consolidate.Request(dry_run=False))
+    applied = probe.call_signed(Consolidate, "consolidate", Consolidate.Request(dry_run=False))
     assert applied.success and applied.events_read == 4, applied
     wait_until(lambda: any(f.n_observations == 12 for f in served(probe).facts
                            if f.kind == "skill_success_rate"), 20, "the new pass served")
     all_up(probe, stack)
     # Retracted by a well-shaped operator fact for the key: served, and the warnings clear.
-    retract = probe.call(Override, "override", Override.Request(
+    retract = probe.call_signed(Override, "override", Override.Request(
         action=Override.Request.ACTION_OPERATOR_FACT, operator_name="alice",
         reason="the force, as a band", kind="skill_success_rate",
         key="manipulation.grasp + mug + sim_relaxed", confidence=0.9, value_json=json.dumps(

@@ -27,13 +27,13 @@ def test_overrides_and_consultations_pass_the_privacy_boundary(probe, start_stac
     assert probe.wait_identity().state == IdentityStatus.VERIFIED
     wait_active(probe, "consolidator")
     for request, field in (
-            (Override.Request(action=Override.Request.ACTION_FREEZE, operator_name=SECRET,
-                              reason="maintenance"), "operator"),
-            (Override.Request(action=Override.Request.ACTION_OPERATOR_FACT,
-                              operator_name="alice", reason="weighed",
+            # Signed: the operator is the key's; the texts the request brings are screened.
+            (Override.Request(action=Override.Request.ACTION_FREEZE,
+                              reason=f"maintenance, ask {SECRET}"), "reason"),
+            (Override.Request(action=Override.Request.ACTION_OPERATOR_FACT, reason="weighed",
                               kind="object_property", key="glass_cup",
                               value_json='{"mass_kg": 0.3, "by": "%s"}' % SECRET), "value")):
-        refused = probe.call(Override, "override", request)
+        refused = probe.call_signed(Override, "override", request)
         assert not refused.success and refused.reason == (
             f"{field}: looks like email; refused at the privacy boundary (privacy_email)")
     wait_until(lambda: (d := probe.diagnostics.get("consolidator")) and
@@ -51,7 +51,7 @@ def test_overrides_and_consultations_pass_the_privacy_boundary(probe, start_stac
         ("[refused: privacy_email]", "[refused: privacy_phone_number]")
     assert [(e.payload["source"], e.payload["field"], e.payload["category"])
             for e in part.events([PRIVACY_REJECTION])] == [
-        ("override", "operator", "email"), ("override", "value", "email"),
+        ("override", "reason", "email"), ("override", "value", "email"),
         ("ground", "requester", "email"), ("ground", "intent_id", "phone_number")]
     wait_until(lambda: (d := probe.diagnostics.get("grounding_server")) and
                d.get("audit_redacted.privacy_email") == "1" and

@@ -6,9 +6,12 @@ here."""
 
 from sros2_policy import enclaves, grants
 
+from rosgraph_msgs.msg import Clock
+
 from robot_memory.parameters import node_names
 from ros.conftest import wait_until
 from ros.test_governance import wait_active
+from ros.test_sim_time import ClockAt
 
 KINDS = {"publish": "get_publisher_names_and_types_by_node",
          "subscribe": "get_subscriber_names_and_types_by_node",
@@ -25,8 +28,12 @@ def graph_of(probe, node: str) -> set[tuple[str, str, str]]:
 def test_each_node_is_granted_exactly_what_it_uses(probe, start_stack):
     start_stack(use_sim_time=True)  # /clock is read then: the policy allows it
     probe.wait_identity()
-    for node in ("episodic_logger", "consolidator", "grounding_server"):
-        wait_active(probe, node)
+    ticking = ClockAt(probe.create_publisher(Clock, "/clock", 10), 100.0)  # sim time runs
+    try:
+        for node in ("episodic_logger", "consolidator", "grounding_server"):
+            wait_active(probe, node)
+    finally:
+        ticking.stop()
     policy = enclaves()
     for node in node_names():
         (profile,) = policy[f"/robot_memory/{node}"]

@@ -65,7 +65,8 @@ def test_ill_shaped_overrides_of_every_kind_are_refused_and_the_stack_serves_on(
     probe.wait_identity()
     wait_active(probe, "grounding_server")
     wait_active(probe, "consolidator")
-    assert probe.call_signed(Consolidate, "consolidate", Consolidate.Request(dry_run=False)).success
+    assert probe.call_signed(Consolidate, "consolidate",
+                             Consolidate.Request(dry_run=False)).success
     served(probe)
     for kind, value_json, field in ILL_SHAPED:
         answer = probe.call_signed(Override, "override", Override.Request(

@@ -6,8 +6,6 @@ show the pass's effect."""
 
 import importlib
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ import yaml
 from robot_memory.srv import Consolidate, GroundingQuery, RecordEvent
 
 from ros.conftest import wait_until
+from ros.test_signed_requests import cli
 
 pytestmark = pytest.mark.ros
 
@@ -47,13 +46,6 @@ def fill(message, values: dict):
         else:
             setattr(message, name, value)
     return message
-
-
-def cli(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "robot_memory.cli", *args],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def test_the_readme_sequence_as_written(probe, start_stack, tmp_path, manifest_file):

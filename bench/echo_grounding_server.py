@@ -20,7 +20,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from bench.grounding_client import measured_property
-from robot_memory.grounding import GroundingIndex, GroundingRequest
+from robot_memory.grounding.index import GroundingIndex, GroundingRequest
 from robot_memory.ros.conversions import analogy_to_msg, fact_to_msg
 from robot_memory.srv import GroundingQuery
 from robot_memory.store import MemoryStore

@@ -46,9 +46,9 @@ from pathlib import Path
 from bench.stats import merge_result, summary_ms, write_result
 from bench.stores import (IDENTITY, MANIFEST, KeySpace, cached_store, spread_properties,
                           working_copy)
-from robot_memory.bringup import Stack
+from robot_memory.operation.bringup import Stack
 from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
-from robot_memory.grounding import ANALOGY, GroundingIndex, GroundingRequest
+from robot_memory.grounding.index import ANALOGY, GroundingIndex, GroundingRequest
 from robot_memory.store import MemoryStore
 
 TARGET_RATIO = 1.5

@@ -50,9 +50,9 @@ from bench.ingest import read_json, settle, store_counter
 from bench.sidecar_memory import SAMPLE_PERIOD_S, rss_mb
 from bench.stats import RESULTS, summary_ms, write_result
 from bench.stores import IDENTITY, MANIFEST, KeySpace, cached_store, working_copy
-from robot_memory.bringup import Stack
-from robot_memory.archives import history_events
-from robot_memory.compaction import default_archive_dir
+from robot_memory.operation.bringup import Stack
+from robot_memory.retention.archives import history_events
+from robot_memory.retention.compaction import default_archive_dir
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
 from robot_memory.intake.receipt import SENT_STAMP
 from robot_memory.store import MemoryStore

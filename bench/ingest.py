@@ -1,6 +1,6 @@
 """Ingest: what the logger stores vs. what a do-nothing subscriber receives, per rate.
 
-For each process mode, the stack (`robot_memory.bringup.Stack`, the consolidator on
+For each process mode, the stack (`robot_memory.operation.bringup.Stack`, the consolidator on
 its defaults: a pass every period_s, 10 s, and sooner once pass_after_new_events
 results wait) runs on a SQLite store that already holds --history results (2*10^5 by
 default, consolidated: a robot's store after some days; a fresh store hides what the
@@ -50,9 +50,9 @@ from bench import ingest_cost
 from bench.grounding_latency import isolate_ros_traffic, nodes_log, start_helper, stop_helper
 from bench.stats import write_result
 from bench.stores import IDENTITY, MANIFEST, cached_store, working_copy
-from robot_memory.bringup import Stack
+from robot_memory.operation.bringup import Stack
 from robot_memory.event_kinds import EXECUTION_RESULT
-from robot_memory.parameters import node_defaults
+from robot_memory.operation.parameters import node_defaults
 from robot_memory.store import MemoryStore
 
 RATES = (50, 100, 200, 400, 1000, 2000)
@@ -72,7 +72,7 @@ def stack_supports(mode: str) -> str | None:
     if mode == "one_process":
         if "one_process" in {f.name for f in dataclasses.fields(Stack)}:
             return None
-        return "robot_memory.bringup.Stack has no one_process field in this checkout"
+        return "robot_memory.operation.bringup.Stack has no one_process field in this checkout"
     return f"unknown mode {mode!r}"
 
 

@@ -32,7 +32,7 @@ from sqlalchemy import text
 from bench.load_publisher import result_message
 from bench.stores import IDENTITY, KeySpace
 from robot_memory.intake.ingest import Ingest
-from robot_memory.parameters import node_defaults
+from robot_memory.operation.parameters import node_defaults
 from robot_memory.ros.conversions import serialized_result_fields
 from robot_memory.store import MemoryStore
 from robot_memory.store.bulk import insert_rows

@@ -29,7 +29,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from bench.load_publisher import result_message
 from bench.stores import KeySpace
 from robot_memory.msg import ExecutionResult, KeyValue
-from robot_memory.parameters import node_defaults
+from robot_memory.operation.parameters import node_defaults
 from robot_memory.ros.qos import (DIAGNOSTICS_QOS, EXECUTION_RESULTS_QOS,
                                   execution_results_reader_qos)
 

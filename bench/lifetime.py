@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench.stats import write_result
 from bench.stores import IDENTITY, KeySpace, payload, stamp_ns
-from robot_memory.compaction import compact, retention_due
+from robot_memory.retention.compaction import compact, retention_due
 from robot_memory.consolidation import consolidation_pass, facts_snapshot
 from robot_memory.event_kinds import COMPACTION
 from robot_memory.intake.ingest import Ingest

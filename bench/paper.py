@@ -41,7 +41,7 @@ from scipy.stats import bootstrap
 
 from robot_memory.consolidation import EXECUTION_RESULT, RulesConfig, consolidation_pass
 from robot_memory.consolidation import facts_snapshot
-from robot_memory.grounding import OK, GroundingIndex, GroundingRequest
+from robot_memory.grounding.index import OK, GroundingIndex, GroundingRequest
 from robot_memory.manifest import load_manifest
 from robot_memory.store import MemoryStore, NewEvent
 

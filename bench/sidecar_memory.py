@@ -26,7 +26,7 @@ from bench.grounding_latency import (isolate_ros_traffic, nodes_log, start_helpe
                                      stop_helper)
 from bench.stats import write_result
 from bench.stores import IDENTITY, MANIFEST, cached_store, working_copy
-from robot_memory.bringup import Stack
+from robot_memory.operation.bringup import Stack
 from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
 from robot_memory.store import MemoryStore
 

@@ -10,9 +10,9 @@
 file. The launch arguments (manifest_path, certified_hash, certified_hash_file,
 database_url, operator_keys_file, use_sim_time) win over it, in every section it has:
 each value of the file they replace is logged at start. What is passed in what order is
-robot_memory/launch_parameters.py (ROS-free, tested without launch_ros).
+robot_memory/operation/launch_parameters.py (ROS-free, tested without launch_ros).
 
-Node names and parameter defaults come from robot_memory/parameters.yaml, the same
+Node names and parameter defaults come from robot_memory/operation/parameters.yaml, the same
 table `robot-memory bringup` reads, so both start the same nodes with the same parameters.
 `one_process:=true` starts the four nodes in one process (robot_memory_all) instead.
 """
@@ -27,13 +27,13 @@ from launch.event_handlers import OnShutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from robot_memory.launch_parameters import (ARGUMENTS, argument_values, load_params_file,
-                                            overruled, parameter_sources)
-from robot_memory.parameters import (SPEC_PATH, node_defaults, node_names, node_parameters,
-                                     resolve_database_url)
+from robot_memory.operation.launch_parameters import (ARGUMENTS, argument_values, load_params_file,
+                                                      overruled, parameter_sources)
+from robot_memory.operation.parameters import (SPEC_PATH, node_defaults, node_names,
+                                               node_parameters, resolve_database_url)
 
 # The default params_file: sets nothing (an empty path is not a parameters file).
-NO_PARAMETERS = SPEC_PATH.parent / "config" / "no_parameters.yaml"
+NO_PARAMETERS = SPEC_PATH.parents[1] / "config" / "no_parameters.yaml"
 
 
 def generate_launch_description():

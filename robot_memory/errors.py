@@ -10,28 +10,28 @@ reads). `str(error)` is the one line the command line prints.
     ├── UsageError                        exit 2  arguments the command cannot take
     │   ├── cli.CommandError                      a verb refuses its arguments
     │   ├── UnknownParameter                      --param NAME no node declares
-    │   └── parameters.InvalidParameterValue      a value of the wrong type or range
+    │   └── operation.parameters.InvalidParameterValue  a value of the wrong type or range
     ├── InputError                        exit 3  a file or value given is missing/invalid
     │   ├── manifest.ManifestError                identity manifest, certified hash
     │   ├── intake.records.InvalidRecord          an execution result, field by field
     │   ├── consolidation.override_records.OverrideError  an override that cannot be recorded
-    │   ├── explain.FactNotFound                  no such fact for this identity
+    │   ├── grounding.explain.FactNotFound        no such fact for this identity
     │   ├── evidence.witness.WitnessError         a signing key or witness file unusable
-    │   ├── operator_credentials.OperatorKeysError  operator keys that cannot be read
-    │   ├── operator_credentials.CredentialRefused  a request's operator credential refused
+    │   ├── operation.operator_credentials.OperatorKeysError  unreadable operator keys
+    │   ├── operation.operator_credentials.CredentialRefused  a credential refused
     │   ├── store.roles.RoleError                 a role name or identity the fleet store refuses
-    │   ├── priors_sources.PriorsError            a priors source that fails its check
-    │   ├── launch_parameters.ParamsFileError     a params_file that is no parameters file
-    │   ├── lifecycle_policy.SplitStack           a node's store is not the verifier's
+    │   ├── grounding.priors_sources.PriorsError  a priors source that fails its check
+    │   ├── operation.launch_parameters.ParamsFileError  a params_file that is no parameters file
+    │   ├── operation.lifecycle_policy.SplitStack  a node's store is not the verifier's
     │   └── intake.admission.Refused              (internal: a result not admitted)
     ├── StoreFailure                      exit 4  the store cannot be opened or read
     │   ├── store.StoreError                      (bad URL, no driver, no server, schema)
     │   ├── intake.ingest.StoreWriteFailed        (an acknowledged write's transaction failed)
-    │   ├── compaction.CompactionError            a compaction refused; a segment it needs missing
+    │   ├── retention.compaction.CompactionError  a compaction refused; a segment it needs missing
     │   ├── StoreLocked                   exit 5  another connection holds the lock
     │   └── StoreIntegrityError           exit 6  the file or a chain cannot be trusted
     │       ├── store.integrity.StoreCorrupted
-    │       ├── segments.SegmentError       an archive segment unwritable, unreadable or damaged
+    │       ├── retention.segments.SegmentError  a segment unwritable, unreadable or damaged
     │       └── evidence.witness.WitnessLineError  an edited, unsigned or foreign witness line
     └── ConsolidationError                exit 7  a pass refused to run
         ├── consolidation.ConsolidationConfigError  time_bucket_s is not the store's

@@ -35,7 +35,7 @@ from robot_memory.event_kinds import IMPORT
 from robot_memory.intake.admission import Admission, Refused
 from robot_memory.intake.receipt import DEFAULT_MAX_CLOCK_AHEAD_S
 from robot_memory.intake.records import InvalidRecord
-from robot_memory.intake.result_cdr import serialized_result_fields
+from robot_memory.wire.execution_result import serialized_result_fields
 from robot_memory.store import NewEvent, Partition
 
 MAX_LISTED_REJECTIONS = 100  # kept in the import event; all are counted and printed

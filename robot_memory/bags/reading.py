@@ -18,7 +18,7 @@ from pathlib import Path
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from robot_memory.errors import InputError
-from robot_memory.msg_files import our_msg_dir
+from robot_memory.wire.msg_files import our_msg_dir
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 EXECUTION_RESULT_TYPE = "robot_memory/msg/ExecutionResult"

@@ -12,7 +12,7 @@ import sys
 from robot_memory.cli.common import DEFAULT_DB, TRACEBACK_ENV, CommandError, Parser
 from robot_memory.cli.parser import build_parser
 from robot_memory.errors import RobotMemoryError, from_foreign
-from robot_memory.parameters import resolve_database_url
+from robot_memory.operation.parameters import resolve_database_url
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -64,7 +64,7 @@ def rules_config_from_args(args, nodes: tuple[str, ...] = ("consolidator",)):
     """The consolidator node's rules, with --param overrides (same names and checks;
     `nodes` are the nodes whose parameter names the verb accepts)."""
     from robot_memory.consolidation import RulesConfig
-    from robot_memory.parameters import node_settings
+    from robot_memory.operation.parameters import node_settings
     try:
         return RulesConfig.from_settings(node_settings("consolidator",
                                                        parse_overrides(args.param, nodes)))
@@ -77,7 +77,7 @@ def parse_overrides(pairs: list[str], nodes: tuple[str, ...]) -> dict[str, Any]:
     refused (UnknownParameter), not ignored."""
     import yaml
 
-    from robot_memory.parameters import check_names
+    from robot_memory.operation.parameters import check_names
     overrides = {}
     for pair in pairs:
         name, sep, text = pair.partition("=")
@@ -108,7 +108,7 @@ def time_ns_of(text: str, flag: str) -> int:
 
 
 def archive_dir_from_args(args) -> Path:
-    from robot_memory.compaction import default_archive_dir
+    from robot_memory.retention.compaction import default_archive_dir
     return Path(args.archive_dir) if args.archive_dir else default_archive_dir(args.db)
 
 

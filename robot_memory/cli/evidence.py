@@ -49,8 +49,8 @@ REPORT_NODES = ("consolidator", "episodic_logger")
 
 
 def cmd_report(args) -> int:
-    from robot_memory.growth import GrowthGuard
-    from robot_memory.parameters import node_settings
+    from robot_memory.retention.growth import GrowthGuard
+    from robot_memory.operation.parameters import node_settings
     from robot_memory.report.page import build_report
     try:
         logger = node_settings("episodic_logger", parse_overrides(args.param, REPORT_NODES))

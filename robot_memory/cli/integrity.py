@@ -38,7 +38,7 @@ def _audit_tiers(args, verdict) -> bool:
     """Name the first fact or state that differs from its digest (with --full: rebuild
     the whole tier from the log and compare every row)."""
     from robot_memory.store import MemoryStore
-    from robot_memory.tier_audit import locate_difference, rederive
+    from robot_memory.consolidation.tier_audit import locate_difference, rederive
     differing = [t for t in verdict.tiers if not t.ok and not t.problem]
     if not (args.full and verdict.tiers) and not differing:
         return True
@@ -60,7 +60,7 @@ def _audit_tiers(args, verdict) -> bool:
 
 def _verify_archives(args, identity: str | None) -> bool:
     """Every segment the compactions wrote re-hashes to what they recorded."""
-    from robot_memory.archives import verify_archives
+    from robot_memory.retention.archives import verify_archives
     from robot_memory.store import MemoryStore
     store = MemoryStore(args.db)
     try:
@@ -97,14 +97,14 @@ def _verify_witness(args, identity: str | None) -> bool:
 def cmd_keygen(args) -> int:
     from robot_memory.evidence.witness import generate_key_pair, key_id, load_public_key
     if args.operator:  # before any file is written
-        from robot_memory.operator_credentials import check_name
+        from robot_memory.operation.operator_credentials import check_name
         check_name(args.operator)
     private_path, public_path = generate_key_pair(args.out)
     public_key = load_public_key(public_path)
     print(f"private key {private_path} (mode 0600), public key {public_path} "
           f"(key id {key_id(public_key)})")
     if args.operator:
-        from robot_memory.operator_credentials import key_line
+        from robot_memory.operation.operator_credentials import key_line
         print("operator_keys line (the parameter's entry, or a line of operator_keys_file):")
         print(key_line(args.operator, public_key))
     return 0
@@ -125,7 +125,7 @@ def cmd_checkpoint(args) -> int:
 
 
 def cmd_compact(args) -> int:
-    from robot_memory.compaction import compact, seq_before
+    from robot_memory.retention.compaction import compact, seq_before
     partition = partition_from_args(args)
     if args.before is not None:
         until = seq_before(partition, event_id=args.before)
@@ -139,7 +139,7 @@ def cmd_compact(args) -> int:
 
 
 def cmd_forget_segment(args) -> int:
-    from robot_memory.archives import forget_segment
+    from robot_memory.retention.archives import forget_segment
     partition = partition_from_args(args)
     c = forget_segment(partition, archive_dir_from_args(args), args.segment, args.operator,
                        args.reason)

@@ -66,7 +66,7 @@ def cmd_replay(args) -> int:
     until = _until(args)
     until_seq = None
     if "until_event_id" in until:
-        from robot_memory.archives import archived_seq
+        from robot_memory.retention.archives import archived_seq
         event = partition.event_by_id(until["until_event_id"])
         until_seq = event.seq if event is not None else \
             archived_seq(partition, archive_dir_from_args(args), until["until_event_id"])
@@ -98,7 +98,7 @@ def _note_ill_shaped(partition, until_seq: int | None) -> None:
 def _history_for_replay(args, partition, until_seq):
     """The partition itself, or, once compactions moved history into segments, the whole
     history rebuilt from them in a scratch store (the live store is not touched)."""
-    from robot_memory.archives import whole_history
+    from robot_memory.retention.archives import whole_history
     from robot_memory.store import compactions
     with partition.store.read() as conn:
         compacted = bool(compactions(partition.identity_hash, conn))
@@ -116,7 +116,7 @@ def _history_for_replay(args, partition, until_seq):
 
 def _find_fact(partition, text: str):
     """FACT argument: a fact id or KIND|KEY."""
-    from robot_memory.explain import find_fact
+    from robot_memory.grounding.explain import find_fact
     if text.isdigit():
         return find_fact(partition, fact_id=int(text))
     kind, sep, key = text.partition("|")
@@ -160,7 +160,7 @@ def cmd_override(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from robot_memory.explain import explain_fact, format_explanation
+    from robot_memory.grounding.explain import explain_fact, format_explanation
     partition = partition_from_args(args)
     fact = _find_fact(partition, args.fact)
     explanation = explain_fact(partition, fact, archive_dir_from_args(args))

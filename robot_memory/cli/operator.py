@@ -51,7 +51,7 @@ def request_of(args) -> dict:
 
 def cmd_sign(args) -> int:
     from robot_memory.evidence.witness import load_private_key
-    from robot_memory.operator_credentials import request_document, sign_request
+    from robot_memory.operation.operator_credentials import request_document, sign_request
     srv_type, relative = SERVICES[args.request]
     fields = request_of(args)
     key = load_private_key(args.key)

@@ -83,9 +83,9 @@ def cmd_migrate(args) -> int:
 
 
 def cmd_bringup(args) -> int:
-    from robot_memory.bringup import run_bringup
+    from robot_memory.operation.bringup import run_bringup
     from robot_memory.manifest import load_manifest, parse_certified_hash
-    from robot_memory.parameters import node_names
+    from robot_memory.operation.parameters import node_names
     overrides = parse_overrides(args.param, tuple(node_names()))
     check_url(args.db)
     load_manifest(args.manifest)  # refuse an unreadable manifest before starting anything

@@ -1,6 +1,6 @@
 """The semantic tier as the newest consolidation run left it, rebuilt without the stored
 rows: the states from the log, the facts from states. What `robot-memory verify` holds
-the stored rows to, row by row (robot_memory/tier_audit.py).
+the stored rows to, row by row (robot_memory/consolidation/tier_audit.py).
 
 Both follow from the determinism of the pass ("Deterministic consolidation" in
 docs/architecture.md):

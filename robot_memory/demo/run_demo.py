@@ -24,7 +24,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock as ClockMsg
 
-from robot_memory.bringup import Stack
+from robot_memory.operation.bringup import Stack
 from robot_memory.ros.client import GroundingClient, format_grounding_block
 from robot_memory.demo.scenario import (ATTEMPT_SECONDS, ENVIRONMENT, SKILL, TARGET,
                                         glass_cup_attempts)

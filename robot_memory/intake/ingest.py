@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from robot_memory.errors import StoreFailure
-from robot_memory.growth import OK as GROWTH_OK
-from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
+from robot_memory.retention.growth import OK as GROWTH_OK
+from robot_memory.retention.growth import OVER_HARD_LIMIT, GrowthGuard
 from robot_memory.intake.admission import (INVALID, PRIVACY, STORE_ERROR, STORE_FULL,
                                            Admission, Read, Receipt, Refused)
 from robot_memory.intake.receipt import DEFAULT_MAX_CLOCK_AHEAD_S

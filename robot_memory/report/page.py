@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from robot_memory.consolidation import RulesConfig
-from robot_memory.growth import GrowthGuard
+from robot_memory.retention.growth import GrowthGuard
 from robot_memory.report.data import ReportData, promotion_changes, read_report_data
 from robot_memory.report.plots import (
     consultation_figure,

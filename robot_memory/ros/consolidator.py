@@ -29,21 +29,21 @@ from robot_memory.consolidation.overrides import (RESET_SEMANTIC, OverrideError,
 from robot_memory.consolidation.reset_archive import archive_path_inside
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.consolidation.rules import STATUS_ACTIVE
-from robot_memory.growth import OK as GROWTH_OK
-from robot_memory.growth import GrowthGuard
+from robot_memory.retention.growth import OK as GROWTH_OK
+from robot_memory.retention.growth import GrowthGuard
 from robot_memory.msg import SemanticFactArray
-from robot_memory.request_limits import OVERRIDE as OVERRIDE_LIMITS
-from robot_memory.request_limits import over_limit
+from robot_memory.grounding.limits import OVERRIDE as OVERRIDE_LIMITS
+from robot_memory.grounding.limits import over_limit
 from robot_memory.ros.credentials import CredentialCheck
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.ros.fact_snapshot import FactSnapshot
-from robot_memory.ros.heap import WORTH_RELEASING_MB, release_freed_memory
+from robot_memory.operation.heap import WORTH_RELEASING_MB, release_freed_memory
 from robot_memory.ros.managed_node import ActiveTimer, ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS, FACTS_QOS
 from robot_memory.srv import Consolidate, Override
-from robot_memory.compaction import compact, default_archive_dir, retention_due
+from robot_memory.retention.compaction import compact, default_archive_dir, retention_due
 from robot_memory.store import MemoryStore
 from robot_memory.store.size import MB, store_size_bytes, write_ahead_log_bytes
 

@@ -6,17 +6,17 @@ from functools import partial
 
 from builtin_interfaces.msg import Time
 
-from robot_memory.analogies import Analogy
-from robot_memory.fact_array_cdr import FactArray, fact_array_from_cdr, served_fields
-from robot_memory.grounding_request import GroundingRequest
+from robot_memory.grounding.analogies import Analogy
+from robot_memory.wire.fact_array import FactArray, fact_array_from_cdr, served_fields
+from robot_memory.grounding.request import GroundingRequest
 from rclpy.serialization import deserialize_message
 
 from robot_memory.msg import Analogy as AnalogyMsg
 from robot_memory.msg import (AnalogyProperty, ExecutionResult, KeyValue, PriorSource,
                               SemanticFact, SemanticFactArray)
 from robot_memory.msg import Prior as PriorMsg
-from robot_memory.priors import Prior
-from robot_memory.intake import result_cdr
+from robot_memory.grounding.priors import Prior
+from robot_memory.wire import execution_result as result_cdr
 from robot_memory.intake.records import ExecutionRecord, message_fields
 from robot_memory.store import FactRow
 

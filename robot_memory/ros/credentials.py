@@ -1,5 +1,5 @@
 """Operator credentials at the ROS boundary: a request message's fields as the core
-(robot_memory.operator_credentials) signs and checks them, and the check a node runs on
+(robot_memory.operation.operator_credentials) signs and checks them, and the check a node runs on
 each mutating request: counted by reason for /diagnostics, logged with a stable line (the
 first of each service and reason at once, then at most one a second)."""
 
@@ -9,9 +9,9 @@ from typing import Any
 
 from rclpy.node import Node
 
-from robot_memory.log_throttle import LogThrottle, held_back
-from robot_memory.operator_credentials import (CredentialRefused, CredentialVerifier,
-                                               OperatorKey, sign_request)
+from robot_memory.operation.log_throttle import LogThrottle, held_back
+from robot_memory.operation.operator_credentials import (CredentialRefused, CredentialVerifier,
+                                                         OperatorKey, sign_request)
 
 
 def srv_type_of(request: Any) -> str:

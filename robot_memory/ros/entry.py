@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 
-from robot_memory.ros.middleware import use_fastdds_profiles
+from robot_memory.operation.middleware import use_fastdds_profiles
 
 MODULES = ("manifest_verifier", "episodic_logger", "consolidator", "grounding_server",
            "all_nodes")

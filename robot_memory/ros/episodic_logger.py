@@ -28,22 +28,22 @@ from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import QoSMessageLostInfo, SubscriptionEventCallbacks
 from rclpy.task import Future as RosFuture
 
-from robot_memory.growth import OVER_HARD_LIMIT, GrowthGuard
-from robot_memory.growth import OK as GROWTH_OK
+from robot_memory.retention.growth import OVER_HARD_LIMIT, GrowthGuard
+from robot_memory.retention.growth import OK as GROWTH_OK
 from robot_memory.intake.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteFailed
 from robot_memory.intake.requests import Replayed, RequestIdReused
-from robot_memory.log_throttle import LogThrottle, held_back
+from robot_memory.operation.log_throttle import LogThrottle, held_back
 from robot_memory.msg import ExecutionResult
 from robot_memory.ros.conversions import result_fields, serialized_result_fields
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
-from robot_memory.ros.heap import WORTH_RELEASING_MB, release_freed_memory
+from robot_memory.operation.heap import WORTH_RELEASING_MB, release_freed_memory
 from robot_memory.ros.logger_intake import (HOLD_AT_MOST, IntakeThread, TakenByIntake,
                                             _taken_by_intake_only)
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import execution_results_reader_qos
 from robot_memory.ros.rclpy_internals import poll_event
-from robot_memory.ros.redelivery import Redelivery, sample_of, stored_samples
+from robot_memory.intake.redelivery import Redelivery, sample_of, stored_samples
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.unheard_publishers import UnheardPublishers
 from robot_memory.srv import RecordEvent

@@ -22,7 +22,7 @@ from builtin_interfaces.msg import Time
 from rclpy.serialization import deserialize_message, serialize_message
 
 from robot_memory.consolidation.fact_schemas import stored_fact_problem
-from robot_memory.fact_array_cdr import fact_element, put_padding, put_text
+from robot_memory.wire.fact_array import fact_element, put_padding, put_text
 from robot_memory.msg import SemanticFact, SemanticFactArray
 from robot_memory.ros.conversions import fact_to_msg
 from robot_memory.store import FactRow

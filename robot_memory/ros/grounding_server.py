@@ -22,36 +22,35 @@ import threading
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
 
-from robot_memory.analogies import AnalogySettings
-from robot_memory.audit import AuditWriter, audited_number, consultation_payload
+from robot_memory.grounding.analogies import AnalogySettings
+from robot_memory.grounding.audit import AuditWriter, audited_number, consultation_payload
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation.checkpoint import read_checkpoint
-from robot_memory.delta_watch import LostDeltaWatch
+from robot_memory.grounding.delta_watch import LostDeltaWatch
 from robot_memory.event_kinds import FACT_CONSULTATION
-from robot_memory import request_limits
-from robot_memory.request_limits import clipped, over_limit
+from robot_memory.grounding import limits as request_limits
+from robot_memory.grounding.limits import clipped, over_limit
 from robot_memory.errors import InputError
-from robot_memory.grounding import GroundingIndex
-from robot_memory.grounding_request import (ANALOGY, IDENTITY_UNVERIFIED, PRIOR,
-                                            REASON_IDENTITY_UNVERIFIED, GroundingAnswer,
-                                            invalid)
+from robot_memory.grounding.index import GroundingIndex
+from robot_memory.grounding.request import (ANALOGY, IDENTITY_UNVERIFIED, PRIOR,
+                                            REASON_IDENTITY_UNVERIFIED, GroundingAnswer, invalid)
 from robot_memory.manifest import load_manifest
-from robot_memory.priors import EMPTY_PRIORS, PriorIndex, PriorSettings
-from robot_memory.priors_sources import load_priors
+from robot_memory.grounding.priors import EMPTY_PRIORS, PriorIndex, PriorSettings
+from robot_memory.grounding.priors_sources import load_priors
 from robot_memory.msg import SemanticFactArray
-from robot_memory.ros.conversions import (analogy_to_msg, fact_array_from_serialized,
-                                          fact_to_msg, grounding_request_from_msg,
-                                          prior_to_msg)
+from robot_memory.ros.conversions import (analogy_to_msg, fact_array_from_serialized, fact_to_msg,
+                                          grounding_request_from_msg, prior_to_msg)
 from robot_memory.ros.diagnostics import OK as DIAG_OK
 from robot_memory.ros.diagnostics import WARN, DiagnosticsPublisher
 from robot_memory.ros.fact_messages import AnswerMemo, ConsultationIds, FactMessages
-from robot_memory.ros.heap import release_freed_memory
+from robot_memory.operation.heap import release_freed_memory
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.qos import FACTS_DELTA_QOS
 from robot_memory.ros.side_executor import MainExecutor, RequestCallbackGroup, SideExecutor
-from robot_memory.explain import FactNotFound, explain_fact, find_fact, format_explanation
+from robot_memory.grounding.explain import (FactNotFound, explain_fact, find_fact,
+                                            format_explanation)
 from robot_memory.srv import ExplainFact, GroundingQuery
 from robot_memory.store import MemoryStore, NewEvent
 

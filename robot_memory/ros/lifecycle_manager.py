@@ -5,7 +5,7 @@ transition (`<node>/change_state`): unconfigured -> configure, inactive -> activ
 Polling keeps going (more slowly once all are active), so a node that starts late or
 is restarted (respawn) is activated too. A transition the manager did not ask for (seen on
 `<node>/transition_event`) is an operator's: that node is held where it was left until
-`manage_nodes` RESUME (robot_memory.lifecycle_policy decides). Only asynchronous calls:
+`manage_nodes` RESUME (robot_memory.operation.lifecycle_policy decides). Only asynchronous calls:
 the verifier's single thread never blocks.
 """
 
@@ -20,7 +20,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from robot_memory.lifecycle_policy import FINALIZED, BringUpPolicy
+from robot_memory.operation.lifecycle_policy import FINALIZED, BringUpPolicy
 
 TRANSITION_IDS = {"configure": Transition.TRANSITION_CONFIGURE,
                   "activate": Transition.TRANSITION_ACTIVATE,

@@ -11,7 +11,7 @@ import threading
 
 from rclpy.callback_groups import CallbackGroup
 
-from robot_memory.log_throttle import LogThrottle, held_back
+from robot_memory.operation.log_throttle import LogThrottle, held_back
 
 # Results are taken while fewer than this many wait for the writer; the rest wait in the
 # reader's history (config/fastdds_profiles.xml: up to 100,000, each freed once taken) as

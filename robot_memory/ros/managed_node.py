@@ -30,7 +30,7 @@ from rclpy.service import Service
 from rclpy.subscription import Subscription
 from rclpy.timer import Timer
 
-from robot_memory.lifecycle_policy import SplitStack, split_stack_problem
+from robot_memory.operation.lifecycle_policy import SplitStack, split_stack_problem
 from robot_memory.ros.identity_gate import IdentityGate
 from robot_memory.ros.sim_clock import waiting_for_clock
 from robot_memory.ros.spin import stop_process

@@ -8,7 +8,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
                                 ParameterType)
 from rclpy.node import Node
 
-from robot_memory.parameters import node_parameters, resolve_database_url
+from robot_memory.operation.parameters import node_parameters, resolve_database_url
 from robot_memory.ros.rclpy_internals import declare_string_array
 
 _ROS_TYPES = {"string": ParameterType.PARAMETER_STRING, "bool": ParameterType.PARAMETER_BOOL,

@@ -29,7 +29,7 @@ from lifecycle_msgs.srv import GetState
 from rclpy.executors import MultiThreadedExecutor
 from scipy.stats import bootstrap
 
-from robot_memory.bringup import Stack
+from robot_memory.operation.bringup import Stack
 from robot_memory.manifest import load_manifest
 from robot_memory.msg import IdentityStatus
 from robot_memory.ros.matching import wait_for_subscriber

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from robot_memory.bringup import Stack
-from robot_memory.operator_credentials import key_line
+from robot_memory.operation.bringup import Stack
+from robot_memory.operation.operator_credentials import key_line
 from robot_memory.ros.credentials import sign_message
 from robot_memory.sim.episodes import Episode
 from robot_memory.sim.policy import SKIP

@@ -8,7 +8,7 @@ reach one identity's rows through its `Partition` (partition.py), whose methods 
 log.py (appends, the hash chain, event reads), aggregates.py (`result_aggregates`) and
 semantic.py (facts, consolidation states, `commit_pass`). chain_check.py re-hashes a
 chain; compacted.py reads what compactions removed (and removes it, for
-robot_memory/compaction.py); tier_digest.py is the digest of the semantic tier a
+robot_memory/retention/compaction.py); tier_digest.py is the digest of the semantic tier a
 consolidation run records and tier_check.py holds the stored tier to it; integrity.py
 decides whether a whole store can be trusted (`check_store`).
 """

@@ -2,7 +2,7 @@
 permits.
 
 A compaction archives a closed range of one identity's chain, oldest first, into a sealed
-segment file (robot_memory/compaction.py), then, in one transaction: appends a
+segment file (robot_memory/retention/compaction.py), then, in one transaction: appends a
 `compaction` event naming the range, the segment's SHA-256 and the hash at the cut; writes
 a permit for the range (the append-only triggers let a DELETE through only there, see
 store/guards.py); deletes the range's rows except the events that must stay live (their

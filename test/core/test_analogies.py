@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robot_memory.analogies import AnalogySettings, KnownProperties, robust_scale
-from robot_memory.audit import consultation_payload
+from robot_memory.grounding.analogies import AnalogySettings, KnownProperties, robust_scale
+from robot_memory.grounding.audit import consultation_payload
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import RulesConfig, consolidation_pass
 from robot_memory.event_kinds import FACT_CONSULTATION
-from robot_memory.explain import explain_fact, find_fact, format_explanation
-from robot_memory.grounding import ABSTAIN, ANALOGY, OK, GroundingIndex, GroundingRequest
-from robot_memory.grounding_request import INVALID_REQUEST
-from robot_memory.parameters import node_defaults
-from robot_memory.request_limits import GROUND, over_limit
+from robot_memory.grounding.explain import explain_fact, find_fact, format_explanation
+from robot_memory.grounding.index import ABSTAIN, ANALOGY, OK, GroundingIndex, GroundingRequest
+from robot_memory.grounding.request import INVALID_REQUEST
+from robot_memory.operation.parameters import node_defaults
+from robot_memory.grounding.limits import GROUND, over_limit
 from robot_memory.store import FactRow, MemoryStore, NewEvent
 
 from helpers import result_event as result

@@ -1,4 +1,4 @@
-from robot_memory.audit import AuditWriter
+from robot_memory.grounding.audit import AuditWriter
 from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory.store import MemoryStore, NewEvent
 

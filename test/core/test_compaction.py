@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import result_event
-from robot_memory.archives import forget_segment, segment_holding, verify_archives
-from robot_memory.compaction import (STEPS_PER_COMPACTION, CompactionError, compact,
-                                     compactable_until, default_archive_dir, retention_due)
+from robot_memory.retention.archives import forget_segment, segment_holding, verify_archives
+from robot_memory.retention.compaction import (STEPS_PER_COMPACTION, CompactionError, compact,
+                                               compactable_until, default_archive_dir,
+                                               retention_due)
 from robot_memory.consolidation import RulesConfig, consolidation_pass, facts_snapshot
 from robot_memory.consolidation.overrides import record_operator_fact
 from robot_memory.event_kinds import COMPACTION
@@ -285,7 +286,7 @@ def test_retention_sheds_a_long_history_in_steps(tmp_path):
 
 
 def test_explain_reads_the_segments_or_names_them(tmp_path):
-    from robot_memory.explain import explain_fact, find_fact, format_explanation
+    from robot_memory.grounding.explain import explain_fact, find_fact, format_explanation
     url = f"sqlite:///{tmp_path / 'm.db'}"
     partition = MemoryStore(url).partition(IDENT)
     partition.append_many(stream(6, 200, 1000.0))

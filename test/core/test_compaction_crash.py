@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from robot_memory.archives import verify_archives
+from robot_memory.retention.archives import verify_archives
 from robot_memory.store import MemoryStore, boot_check, verify_chain
 
 IDENT = "e" * 64
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from helpers import result_event
-from robot_memory.compaction import compact, compactable_until
+from robot_memory.retention.compaction import compact, compactable_until
 from robot_memory.consolidation import consolidation_pass
 from robot_memory.store import MemoryStore
 partition = MemoryStore(sys.argv[1]).partition("e" * 64)

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
-from robot_memory.archives import verify_archives
-from robot_memory.compaction import compact, compactable_until
+from robot_memory.retention.archives import verify_archives
+from robot_memory.retention.compaction import compact, compactable_until
 from robot_memory.consolidation import consolidation_pass, facts_snapshot
 from robot_memory.event_kinds import COMPACTION
 from robot_memory.store import MemoryStore, boot_check, verify_chain

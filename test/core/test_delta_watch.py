@@ -1,6 +1,6 @@
 """A lost facts delta is told from one in flight (the grounding server's catch-up)."""
 
-from robot_memory.delta_watch import LostDeltaWatch
+from robot_memory.grounding.delta_watch import LostDeltaWatch
 
 
 def test_a_run_reflected_by_the_next_check_is_not_lost_though_a_newer_one_is_in_flight():

@@ -18,8 +18,8 @@ from robot_memory.consolidation.checkpoint import ill_shaped_overrides
 from robot_memory.consolidation.fact_schemas import REQUIRED, SCHEMAS, value_problem
 from robot_memory.event_kinds import OVERRIDE
 from robot_memory.evidence.bundle import export_bundle, import_bundle
-from robot_memory.fact_array_cdr import fact_element, served_fields
-from robot_memory.grounding import OK, GroundingIndex, GroundingRequest
+from robot_memory.wire.fact_array import fact_element, served_fields
+from robot_memory.grounding.index import OK, GroundingIndex, GroundingRequest
 from robot_memory.manifest import load_manifest
 from robot_memory.store import MemoryStore
 

@@ -14,16 +14,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from robot_memory.analogies import KnownProperties
+from robot_memory.grounding.analogies import KnownProperties
 from robot_memory.consolidation import consolidation_pass, facts_snapshot, replay_snapshot
 from robot_memory.consolidation import overrides as ov
 from robot_memory.consolidation.diff import _flat
 from robot_memory.consolidation.fact_schemas import (SCHEMAS, operator_fact_problem,
                                                      stored_fact_problem, value_problem)
 from robot_memory.event_kinds import OVERRIDE
-from robot_memory.fact_array_cdr import fact_element, served_fields
-from robot_memory.grounding import GroundingIndex, GroundingRequest
-from robot_memory.priors import PriorFact, PriorIndex, _counts
+from robot_memory.wire.fact_array import fact_element, served_fields
+from robot_memory.grounding.index import GroundingIndex, GroundingRequest
+from robot_memory.grounding.priors import PriorFact, PriorIndex, _counts
 from robot_memory.store import FactRow, MemoryStore
 
 WHO = {"operator": "ops", "reason": "fuzz"}

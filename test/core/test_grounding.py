@@ -1,8 +1,8 @@
 import pytest
 
 from robot_memory.consolidation import RulesConfig, consolidation_pass
-from robot_memory.grounding import ABSTAIN, OK, GroundingIndex, GroundingRequest
-from robot_memory.grounding_request import INVALID_REQUEST
+from robot_memory.grounding.index import ABSTAIN, OK, GroundingIndex, GroundingRequest
+from robot_memory.grounding.request import INVALID_REQUEST
 from robot_memory.store import MemoryStore
 
 from helpers import result_event as result

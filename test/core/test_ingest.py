@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import event
 
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
-from robot_memory.growth import GrowthGuard
+from robot_memory.retention.growth import GrowthGuard
 from robot_memory.intake.ingest import (INVALID, PRIVACY, STORE_FULL, Ingest, Refused,
                                         StoreWriteFailed)
 from robot_memory.store import MemoryStore, verify_chain

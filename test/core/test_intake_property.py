@@ -42,7 +42,7 @@ from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
 from robot_memory.intake.ingest import Ingest, Refused
 from robot_memory.intake.receipt import RECEIVED, SENT_STAMP
 from robot_memory.intake.records import MAX_STAMP_NS, message_fields, validate_record
-from robot_memory.intake.result_cdr import serialized_result_fields
+from robot_memory.wire.execution_result import serialized_result_fields
 from robot_memory.store import MemoryStore
 
 A = "a" * 64

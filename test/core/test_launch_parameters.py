@@ -1,14 +1,14 @@
 """The rule of what the launch file passes each node, in what order
-(robot_memory/launch_parameters.py), without launch_ros. What rcl makes of those
+(robot_memory/operation/launch_parameters.py), without launch_ros. What rcl makes of those
 sources, with real node processes: test/ros/test_launch_parameter_order.py."""
 
 import pytest
 import yaml
 
-from robot_memory.launch_parameters import (ParamsFileError, argument_values,
-                                            arguments_document, overruled, parameter_sources,
-                                            section_paths)
-from robot_memory.parameters import node_names
+from robot_memory.operation.launch_parameters import (ParamsFileError, argument_values,
+                                                      arguments_document, overruled,
+                                                      parameter_sources, section_paths)
+from robot_memory.operation.parameters import node_names
 
 TYPED = {"manifest_path": "/m.yaml", "certified_hash": "0123456789",
          "certified_hash_file": "", "database_url": "sqlite:////b.db", "use_sim_time": "false"}

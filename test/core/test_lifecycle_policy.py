@@ -1,6 +1,6 @@
 """BringUpPolicy: the manager brings nodes up, an operator's transition is respected."""
 
-from robot_memory.lifecycle_policy import PAUSED, BringUpPolicy
+from robot_memory.operation.lifecycle_policy import PAUSED, BringUpPolicy
 
 NODES = ["episodic_logger", "consolidator"]
 

@@ -1,7 +1,7 @@
 """LogThrottle: the first line of each kind at once, then at most one per period, each
 saying how many of its kind were held back."""
 
-from robot_memory.log_throttle import LogThrottle, held_back
+from robot_memory.operation.log_throttle import LogThrottle, held_back
 
 
 class Clock:

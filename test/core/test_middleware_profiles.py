@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from robot_memory.ros.middleware import PROFILES, use_fastdds_profiles
+from robot_memory.operation.middleware import PROFILES, use_fastdds_profiles
 
 
 @pytest.mark.parametrize("distro, variable", [

@@ -1,4 +1,4 @@
-"""Operator credentials (robot_memory.operator_credentials): a request signed by a
+"""Operator credentials (robot_memory.operation.operator_credentials): a request signed by a
 configured operator is accepted once, with the operator's name from the key; everything
 else is refused with its reason and counted. Real keys, a clock the test moves."""
 
@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from robot_memory.operator_credentials import (BAD_SIGNATURE, BEFORE_START, EXPIRED, FUTURE,
-                                               KEYS_INVALID, MALFORMED, MISSING, NO_KEYS,
-                                               OPERATOR_MISMATCH, REPLAYED, REQUEST_FIELDS,
-                                               UNKNOWN_KEY, CredentialRefused,
-                                               CredentialVerifier, OperatorKeysError, key_line,
-                                               load_operator_keys, request_document,
-                                               sign_request)
+from robot_memory.operation.operator_credentials import (BAD_SIGNATURE, BEFORE_START, EXPIRED,
+                                                         FUTURE, KEYS_INVALID, MALFORMED, MISSING,
+                                                         NO_KEYS, OPERATOR_MISMATCH, REPLAYED,
+                                                         REQUEST_FIELDS, UNKNOWN_KEY,
+                                                         CredentialRefused, CredentialVerifier,
+                                                         OperatorKeysError, key_line,
+                                                         load_operator_keys, request_document,
+                                                         sign_request)
 
 SERVICE = "/robot_7/override"
 FREEZE = {"action": "freeze", "operator_name": "", "reason": "inspection", "fact_id": 0,

@@ -13,7 +13,7 @@ from helpers import result_event
 from robot_memory.consolidation import consolidation_pass, facts_snapshot, replay_snapshot
 from robot_memory.consolidation import overrides as ov
 from robot_memory.event_kinds import OVERRIDE
-from robot_memory.grounding import ABSTAIN, OK, GroundingIndex, GroundingRequest
+from robot_memory.grounding.index import ABSTAIN, OK, GroundingIndex, GroundingRequest
 from robot_memory.store import MemoryStore, NewEvent, verify_chain
 
 IDENT = "c" * 64

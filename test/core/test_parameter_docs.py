@@ -1,11 +1,11 @@
-"""docs/parameters.md is generated from robot_memory/parameters.yaml and must be current."""
+"""docs/parameters.md is generated from operation/parameters.yaml and must be current."""
 
 from pathlib import Path
 
-from robot_memory.parameters import main, markdown, node_names, node_parameters
+from robot_memory.operation.parameters import main, markdown, node_names, node_parameters
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "parameters.md"
-REGENERATE = "python -m robot_memory.parameters --markdown docs/parameters.md"
+REGENERATE = "python -m robot_memory.operation.parameters --markdown docs/parameters.md"
 
 
 def test_parameter_docs_are_current():

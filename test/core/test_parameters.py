@@ -1,8 +1,9 @@
 import pytest
 import yaml
 
-from robot_memory.bringup import params_document
-from robot_memory.parameters import node_defaults, node_names, node_parameters, node_settings
+from robot_memory.operation.bringup import params_document
+from robot_memory.operation.parameters import (node_defaults, node_names, node_parameters,
+                                               node_settings)
 
 
 def test_every_node_declares_the_database_url_with_a_description():
@@ -47,7 +48,7 @@ def test_rules_defaults_match_the_parameter_table():
 
 
 def test_the_default_store_lives_under_ros_home(tmp_path, monkeypatch):
-    from robot_memory.parameters import resolve_database_url
+    from robot_memory.operation.parameters import resolve_database_url
     default = node_defaults("consolidator")["database_url"]
     monkeypatch.setenv("ROS_HOME", str(tmp_path / "ros_home"))
     store = tmp_path / "ros_home" / "robot_memory" / "robot_memory.db"

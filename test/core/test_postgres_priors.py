@@ -8,10 +8,10 @@ from test_postgres_roles import PERMISSION_DENIED, Fleet, cli, run_as
 
 from helpers import varied_events, write_manifest
 from robot_memory.consolidation.consolidation_pass import consolidation_pass
-from robot_memory.grounding import PRIOR, GroundingIndex, GroundingRequest
+from robot_memory.grounding.index import PRIOR, GroundingIndex, GroundingRequest
 from robot_memory.manifest import load_manifest
-from robot_memory.priors import PriorIndex
-from robot_memory.priors_sources import FLEET_ORIGIN, fleet_priors, load_priors
+from robot_memory.grounding.priors import PriorIndex
+from robot_memory.grounding.priors_sources import FLEET_ORIGIN, fleet_priors, load_priors
 from robot_memory.store import MemoryStore
 
 ARM, OTHER = "ur5e+robotiq_2f85", "franka_panda"

@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
 from robot_memory.consolidation.consolidation_pass import consolidation_pass
-from robot_memory.grounding import GroundingIndex, GroundingRequest
+from robot_memory.grounding.index import GroundingIndex, GroundingRequest
 from robot_memory.intake.ingest import Ingest
 from robot_memory.intake.requests import Replayed
 from robot_memory.store import MemoryStore, check_store

@@ -9,16 +9,16 @@ from dataclasses import replace
 
 import pytest
 
-from robot_memory.audit import consultation_payload
+from robot_memory.grounding.audit import consultation_payload
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import RulesConfig, consolidation_pass
 from robot_memory.evidence.bundle import export_bundle
-from robot_memory.grounding import (ABSTAIN, ANALOGY, OK, PRIOR, GroundingIndex,
-                                    GroundingRequest)
+from robot_memory.grounding.index import (ABSTAIN, ANALOGY, OK, PRIOR, GroundingIndex,
+                                          GroundingRequest)
 from robot_memory.manifest import load_manifest
-from robot_memory.parameters import node_defaults
-from robot_memory.priors import PriorFact, PriorIndex, PriorSettings
-from robot_memory.priors_sources import bundle_priors, load_priors
+from robot_memory.operation.parameters import node_defaults
+from robot_memory.grounding.priors import PriorFact, PriorIndex, PriorSettings
+from robot_memory.grounding.priors_sources import bundle_priors, load_priors
 from robot_memory.store import MemoryStore
 
 from helpers import result_event as result

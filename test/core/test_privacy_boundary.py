@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from robot_memory.audit import AuditWriter
+from robot_memory.grounding.audit import AuditWriter
 from robot_memory.consolidation import overrides as ov
 from robot_memory.event_kinds import FACT_CONSULTATION, OVERRIDE, PRIVACY_REJECTION
 from robot_memory.store import MemoryStore, NewEvent

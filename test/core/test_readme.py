@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 
 from robot_memory.cli import build_parser
-from robot_memory.parameters import node_names, node_parameters
+from robot_memory.operation.parameters import node_names, node_parameters
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from robot_memory.compaction import compact
+from robot_memory.retention.compaction import compact
 from robot_memory.consolidation import consolidation_pass
 from robot_memory.event_kinds import EXECUTION_RESULT, PRIVACY_REJECTION
 from robot_memory.intake.ingest import INVALID, PRIVACY, Ingest, Refused

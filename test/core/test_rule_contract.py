@@ -23,7 +23,7 @@ from typing import Any
 import oracle_consolidation
 import pytest
 
-from robot_memory import explain
+from robot_memory.grounding import explain
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import consolidation_pass, facts_snapshot
 from robot_memory.consolidation.partials import partials_of_result

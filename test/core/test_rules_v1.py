@@ -12,7 +12,7 @@ from helpers import result_event, varied_events
 from robot_memory.consolidation import (KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED,
                                         RulesConfig, consolidation_pass, facts_snapshot,
                                         replay_snapshot)
-from robot_memory.explain import explain_fact, find_fact, format_explanation
+from robot_memory.grounding.explain import explain_fact, find_fact, format_explanation
 from robot_memory.store import MemoryStore
 
 IDENT = "e" * 64

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ElementTree
 
 from sros2_policy import POLICY, enclaves, grants
 
-from robot_memory.parameters import node_names
+from robot_memory.operation.parameters import node_names
 
 # Elements and their attributes in sros2's policy schema (version 0.2.0).
 SHAPE = {"policy": {"version"}, "enclaves": set(), "enclave": {"path"}, "profiles": set(),

@@ -15,13 +15,13 @@ import pytest
 from helpers import result_event, varied_events
 from sqlalchemy import create_engine
 
-from robot_memory.compaction import compact
+from robot_memory.retention.compaction import compact
 from robot_memory.consolidation import ConcurrentPass, RulesConfig, consolidation_pass
 from robot_memory.consolidation.consolidation_pass import commit, plan_pass
 from robot_memory.consolidation.overrides import (record_freeze, record_invalidation,
                                                   record_operator_fact, record_reset)
 from robot_memory.store import MemoryStore, check_store, check_tier
-from robot_memory.tier_audit import locate_difference, rederive
+from robot_memory.consolidation.tier_audit import locate_difference, rederive
 
 IDENT = "d" * 64
 OTHER = "e" * 64

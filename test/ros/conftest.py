@@ -19,10 +19,10 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
-from robot_memory.bringup import Stack
+from robot_memory.operation.bringup import Stack
 from robot_memory.ros.client import GroundingClient
 from robot_memory.manifest import load_manifest
-from robot_memory.operator_credentials import key_line
+from robot_memory.operation.operator_credentials import key_line
 from robot_memory.msg import ExecutionResult, IdentityStatus, KeyValue, SemanticFactArray
 from robot_memory.ros.credentials import sign_message
 from robot_memory.ros.matching import wait_for_subscriber

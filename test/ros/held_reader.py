@@ -9,7 +9,7 @@ import json
 import sys
 import time
 
-from robot_memory.ros.middleware import use_fastdds_profiles
+from robot_memory.operation.middleware import use_fastdds_profiles
 
 
 def main() -> int:

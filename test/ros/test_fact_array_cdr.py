@@ -1,5 +1,5 @@
 """The grounding server reads a pass's facts delta from its serialized bytes
-(robot_memory.fact_array_cdr): for any message, the facts are exactly those rclpy's
+(robot_memory.wire.fact_array): for any message, the facts are exactly those rclpy's
 deserialization gives, and bytes it does not read are left to rclpy."""
 
 import struct
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rclpy.serialization import deserialize_message, serialize_message
 
-from robot_memory.fact_array_cdr import fact_array_from_cdr
+from robot_memory.wire.fact_array import fact_array_from_cdr
 from robot_memory.msg import KeyValue, SemanticFact, SemanticFactArray
 from robot_memory.ros.conversions import fact_from_msg
 

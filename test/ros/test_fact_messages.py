@@ -5,11 +5,11 @@ reused only while its index and priors are served, and consultation ids stay uni
 import json
 import re
 
-from robot_memory.analogies import Analogy
+from robot_memory.grounding.analogies import Analogy
 from robot_memory.ros.conversions import analogy_to_msg, fact_to_msg
-from robot_memory.grounding import GroundingIndex
-from robot_memory.grounding_request import GroundingRequest
-from robot_memory.priors import EMPTY_PRIORS
+from robot_memory.grounding.index import GroundingIndex
+from robot_memory.grounding.request import GroundingRequest
+from robot_memory.grounding.priors import EMPTY_PRIORS
 from robot_memory.ros.fact_messages import AnswerMemo, ConsultationIds, FactMessages
 from robot_memory.store import FactRow
 

@@ -18,7 +18,7 @@ from robot_memory.consolidation import EXECUTION_RESULT
 from robot_memory.event_kinds import FACT_CONSULTATION
 from robot_memory.msg import ExecutionResult, SemanticFactArray
 from robot_memory.intake.receipt import SENT_STAMP
-from robot_memory.intake.result_cdr import MAX_RESULT_BYTES
+from robot_memory.wire.execution_result import MAX_RESULT_BYTES
 from robot_memory.ros.matching import wait_for_subscriber
 from robot_memory.ros.qos import FACTS_DELTA_QOS
 from robot_memory.srv import ExplainFact, GroundingQuery, Override, RecordEvent

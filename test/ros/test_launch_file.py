@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from robot_memory.parameters import node_names
+from robot_memory.operation.parameters import node_names
 
 LAUNCH_FILE = Path(__file__).resolve().parents[2] / "launch" / "robot_memory.launch.py"
 

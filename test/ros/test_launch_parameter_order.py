@@ -1,6 +1,6 @@
 """The launch arguments win over a conflicting params_file, for every node, in both
 process modes: real node processes started with exactly the parameter sources the
-launch file passes (robot_memory/launch_parameters.py), read back through their
+launch file passes (robot_memory/operation/launch_parameters.py), read back through their
 parameter services as `ros2 param get` does (launch_ros itself is not on PyPI)."""
 
 import os
@@ -14,9 +14,9 @@ from rclpy.parameter import parameter_value_to_python
 
 from conftest import BOTH_PROCESS_MODES
 
-from robot_memory.launch_parameters import parameter_sources
+from robot_memory.operation.launch_parameters import parameter_sources
 from robot_memory.msg import IdentityStatus
-from robot_memory.parameters import node_names
+from robot_memory.operation.parameters import node_names
 
 pytestmark = pytest.mark.ros
 

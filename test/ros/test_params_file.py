@@ -8,11 +8,11 @@ import rclpy
 from rclpy.context import Context
 from rclpy.node import Node
 
-from robot_memory.parameters import SPEC_PATH, node_defaults, resolve_database_url
+from robot_memory.operation.parameters import SPEC_PATH, node_defaults, resolve_database_url
 from robot_memory.ros.params import declare_parameters
 
 ROOT = Path(__file__).resolve().parents[2]
-NO_PARAMETERS = SPEC_PATH.parent / "config" / "no_parameters.yaml"
+NO_PARAMETERS = SPEC_PATH.parents[1] / "config" / "no_parameters.yaml"
 
 
 def _declared(node_name: str, params_file: Path) -> dict:

@@ -1,10 +1,10 @@
-"""Recognising results that publishers deliver again (robot_memory/ros/redelivery.py),
+"""Recognising results that publishers deliver again (robot_memory/intake/redelivery.py),
 without ROS: the samples are what rclpy's message info names, the log a real store."""
 
 import pytest
 
 from robot_memory.event_kinds import EXECUTION_RESULT
-from robot_memory.ros.redelivery import Redelivery, SampleId, sample_of, stored_samples
+from robot_memory.intake.redelivery import Redelivery, SampleId, sample_of, stored_samples
 from robot_memory.store import MemoryStore, NewEvent
 
 GID_A, GID_B = "0a" * 16, "0b" * 16

@@ -1,4 +1,4 @@
-"""The logger reads results from their serialized bytes (robot_memory.intake.result_cdr): for
+"""The logger reads results from their serialized bytes (robot_memory.wire.execution_result): for
 any message, the fields are exactly those of the message rclpy deserializes from the
 same bytes, and bytes it does not read are left to rclpy."""
 
@@ -12,7 +12,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 
 from robot_memory.msg import ExecutionResult, KeyValue
 from robot_memory.intake.records import InvalidRecord, message_fields
-from robot_memory.intake.result_cdr import MAX_RESULT_BYTES, result_fields_from_cdr
+from robot_memory.wire.execution_result import MAX_RESULT_BYTES, result_fields_from_cdr
 from robot_memory.ros.conversions import serialized_result_fields
 
 # Any text (NULs, non-ASCII, lone surrogates are not sendable: rclpy encodes UTF-8).

@@ -4,8 +4,8 @@ segments still verify. Real node processes over DDS, a real SQLite file."""
 
 import time
 
-from robot_memory.archives import verify_archives
-from robot_memory.compaction import default_archive_dir
+from robot_memory.retention.archives import verify_archives
+from robot_memory.retention.compaction import default_archive_dir
 from robot_memory.store import MemoryStore, verify_chain
 
 from ros.conftest import wait_until

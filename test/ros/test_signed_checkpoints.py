@@ -12,7 +12,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from helpers import recompute_chain_from
 from std_msgs.msg import String
 
-from robot_memory.bringup import Stack
+from robot_memory.operation.bringup import Stack
 from robot_memory.msg import IdentityStatus
 from robot_memory.ros.qos import CHECKPOINT_QOS, DIAGNOSTICS_QOS
 from robot_memory.evidence.witness import generate_key_pair

@@ -8,7 +8,7 @@ from sros2_policy import enclaves, grants
 
 from rosgraph_msgs.msg import Clock
 
-from robot_memory.parameters import node_names
+from robot_memory.operation.parameters import node_names
 from ros.conftest import wait_until
 from ros.test_governance import wait_active
 from ros.test_sim_time import ClockAt

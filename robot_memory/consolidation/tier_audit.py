@@ -29,7 +29,7 @@ from typing import Any
 from sqlalchemy import select
 
 from robot_memory.canonical import plain_json_loads
-from robot_memory.compaction import CompactionError
+from robot_memory.retention.compaction import CompactionError
 from robot_memory.consolidation.rules import RULES, Rule, RulesConfig
 from robot_memory.consolidation.tier_rebuild import (checkpoint_and_plan, facts_from_states,
                                                      state_texts, states_from_log)
@@ -198,7 +198,7 @@ def _name(audit: TierAudit, table: str, stored: dict, expected: dict,
 def rederive(partition: Partition, config: RulesConfig = RulesConfig(),
              archive_dir: Path | None = None, rules: Sequence[Rule] = RULES) -> TierAudit:
     """Rebuild the whole tier from the log and compare it with every stored row."""
-    from robot_memory.archives import whole_history
+    from robot_memory.retention.archives import whole_history
     ident = partition.identity_hash
     audit = TierAudit(ident, True)
     with partition.store.read() as conn:
@@ -257,7 +257,7 @@ def _to_live_ids(states: dict[Key, dict[str, Any]], plan, history: Partition,
     """The scratch store gave the re-appended events ids of its own; the states (their
     `last_event_id` entries) and the operators' facts name events, so their ids are mapped
     to the live store's, through the chain position both stores share."""
-    from robot_memory.segments import read_segment
+    from robot_memory.retention.segments import read_segment
     used: set[int] = set()
     for state in states.values():
         _event_ids(state, used.add)

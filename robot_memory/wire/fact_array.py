@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from struct import Struct
 from struct import error as StructError
 
-from robot_memory.intake.result_cdr import (CDR_LE, HEADER, MAX_PADDING,
-                                            read_distinct_text, read_text, unpack_i32_u32,
-                                            unpack_u32)
+from robot_memory.wire.execution_result import (CDR_LE, HEADER, MAX_PADDING, read_distinct_text,
+                                                read_text, unpack_i32_u32, unpack_u32)
 from robot_memory.store import FactRow, fact_row_from_columns
 
 _PLAIN = CDR_LE + b"\x00\x00"  # and no options

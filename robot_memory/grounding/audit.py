@@ -23,10 +23,10 @@ from typing import Any
 
 from collections import Counter
 
-from robot_memory import priors
-from robot_memory.analogies import audit_entries
+from robot_memory.grounding import priors
+from robot_memory.grounding.analogies import audit_entries
 from robot_memory.event_kinds import FACT_CONSULTATION, PRIVACY_REJECTION
-from robot_memory.grounding_request import GroundingAnswer
+from robot_memory.grounding.request import GroundingAnswer
 from robot_memory.intake.privacy import find_sensitive
 from robot_memory.store import NewEvent, Partition
 

@@ -2,7 +2,7 @@
 against its compaction event (`verify_archives`), the events of any kinds across the
 segments and the live chain (`history_events`), the whole chain rebuilt in a scratch
 store (`whole_history`, for replay), and the robot's deliberate forgetting of a segment
-(`forget_segment`, on the record). Writing segments is robot_memory/compaction.py's."""
+(`forget_segment`, on the record). Writing segments is robot_memory/retention/compaction.py's."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pathlib import Path
 from sqlalchemy import select
 
 from robot_memory.canonical import plain_json_loads
-from robot_memory.compaction import READ_BATCH, CompactionError
+from robot_memory.retention.compaction import READ_BATCH, CompactionError
 from robot_memory.event_kinds import SEGMENT_FORGOTTEN
-from robot_memory.segments import SegmentError, file_sha256, read_segment
+from robot_memory.retention.segments import SegmentError, file_sha256, read_segment
 from robot_memory.store import (Compaction, NewEvent, Partition, StoredEvent, compactions,
                                 stored_digest)
 from robot_memory.store.schema import events

@@ -38,7 +38,7 @@ from robot_memory.consolidation.rules.base import RulesConfig
 from robot_memory.errors import StoreFailure
 from robot_memory.event_kinds import (COMPACTION, CONSOLIDATION_RUN, EXECUTION_RESULT,
                                       FACT_CONSULTATION, PRIVACY_REJECTION)
-from robot_memory.segments import SegmentError, SegmentRow, segment_name, write_segment
+from robot_memory.retention.segments import SegmentError, SegmentRow, segment_name, write_segment
 from robot_memory.store import (GENESIS_HASH, Compaction, NewEvent, Partition, compactions,
                                 kept_digest, remove_range)
 from robot_memory.store.schema import events

@@ -27,7 +27,7 @@ from robot_memory.errors import InputError
 from robot_memory.evidence.bundle_format import FACTS, INFO, MANIFEST
 from robot_memory.evidence.bundle_verify import verify_bundle
 from robot_memory.manifest import load_manifest
-from robot_memory.priors import PRIOR_KIND, PriorFact
+from robot_memory.grounding.priors import PRIOR_KIND, PriorFact
 from robot_memory.store import FactRow
 
 FLEET_ORIGIN = "fleet"

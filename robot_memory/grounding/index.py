@@ -13,16 +13,16 @@ from dataclasses import replace
 from operator import itemgetter
 from typing import Iterable, NamedTuple
 
-from robot_memory.analogies import (PROPERTY_KIND, QUERY_SOURCE_FACT, QUERY_SOURCE_REQUEST,
-                                    Analogy, AnalogySettings, KnownProperties)
+from robot_memory.grounding.analogies import (PROPERTY_KIND, QUERY_SOURCE_FACT,
+                                              QUERY_SOURCE_REQUEST, Analogy, AnalogySettings,
+                                              KnownProperties)
 from robot_memory.consolidation.fact_schemas import stored_fact_problem
 from robot_memory.consolidation.rules import STATUS_ACTIVE, STATUS_CANDIDATE, STATUS_CONTESTED
-from robot_memory.grounding_request import (ABSTAIN, ANALOGY, OK, PRIOR, REASON_BELOW_CONFIDENCE,
-                                            REASON_CONTESTED, REASON_NO_CLOSE_CASE,
-                                            REASON_NO_FACT, REASON_ONLY_CANDIDATES,
-                                            GroundingAnswer, GroundingRequest,
-                                            validate_request)
-from robot_memory.priors import EMPTY_PRIORS, PRIOR_KIND, PriorIndex, blend
+from robot_memory.grounding.request import (ABSTAIN, ANALOGY, OK, PRIOR, REASON_BELOW_CONFIDENCE,
+                                            REASON_CONTESTED, REASON_NO_CLOSE_CASE, REASON_NO_FACT,
+                                            REASON_ONLY_CANDIDATES, GroundingAnswer,
+                                            GroundingRequest, validate_request)
+from robot_memory.grounding.priors import EMPTY_PRIORS, PRIOR_KIND, PriorIndex, blend
 from robot_memory.store import FactRow
 
 # Kinds whose facts are about a skill; the others (object_property, zone_risk) are context.

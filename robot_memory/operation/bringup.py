@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from robot_memory.parameters import node_names, node_settings, resolve_database_url
+from robot_memory.operation.parameters import node_names, node_settings, resolve_database_url
 
 
 def params_document(overrides: dict[str, Any], use_sim_time: bool) -> dict[str, Any]:

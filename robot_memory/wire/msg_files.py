@@ -8,7 +8,7 @@ from pathlib import Path
 
 def our_msg_dir() -> Path | None:
     """robot_memory's msg/ directory: the source tree's, or an installed package's."""
-    here = Path(__file__).resolve().parent.parent / "msg"
+    here = Path(__file__).resolve().parents[2] / "msg"
     if (here / "ExecutionResult.msg").exists():
         return here
     for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):

@@ -7,10 +7,10 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from robot_memory.analogies import Analogy
+from robot_memory.grounding.analogies import Analogy
 from robot_memory.consolidation.rules import FACT_KINDS
-from robot_memory.priors import Prior
-from robot_memory.request_limits import MAX_TARGET_PROPERTIES
+from robot_memory.grounding.priors import Prior
+from robot_memory.grounding.limits import MAX_TARGET_PROPERTIES
 from robot_memory.store import FactRow
 
 # ANALOGY: no fact of the robot's own, the facts of similar known targets instead (only

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from robot_memory.errors import InputError
-from robot_memory.parameters import node_defaults, node_names, node_parameters
+from robot_memory.operation.parameters import node_defaults, node_names, node_parameters
 
 # Launch arguments that set the node parameter of the same name.
 STRING_ARGUMENTS = ("manifest_path", "certified_hash", "certified_hash_file", "database_url",

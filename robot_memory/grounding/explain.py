@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from robot_memory.archives import archived_segments, history_events
+from robot_memory.retention.archives import archived_segments, history_events
 from robot_memory.consolidation.partials import fact_keys_of_result
 from robot_memory.consolidation.rules import RULES_BY_KIND, RulesConfig
 from robot_memory.errors import InputError

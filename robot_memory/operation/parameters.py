@@ -150,12 +150,13 @@ def markdown() -> str:
     """docs/parameters.md: every parameter of every node, rendered from parameters.yaml."""
     table = _table()
     lines = ["# Parameters", "",
-             "<!-- Generated from robot_memory/parameters.yaml by "
-             "`python -m robot_memory.parameters --markdown docs/parameters.md`; "
+             "<!-- Generated from robot_memory/operation/parameters.yaml by "
+             "`python -m robot_memory.operation.parameters --markdown docs/parameters.md`; "
              "do not edit by hand. -->", "",
              "Every node parameter, declared once in "
-             "[`robot_memory/parameters.yaml`](../robot_memory/parameters.yaml) and read by "
-             "the nodes, the launch file and `robot-memory bringup`. Set them with "
+             "[`robot_memory/operation/parameters.yaml`]"
+             "(../robot_memory/operation/parameters.yaml) and read by the nodes, the launch file "
+             "and `robot-memory bringup`. Set them with "
              "`robot-memory bringup --param NAME=VALUE`, a launch `params_file` "
              "(see the README) or `--ros-args -p NAME:=VALUE` for a single node. "
              "`use_sim_time` is ROS's own parameter; the launch file and `bringup` set it "
@@ -178,9 +179,9 @@ def markdown() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m robot_memory.parameters --markdown [PATH]`: regenerate the docs."""
+    """`python -m robot_memory.operation.parameters --markdown [PATH]`: regenerate the docs."""
     import argparse
-    parser = argparse.ArgumentParser(prog="python -m robot_memory.parameters",
+    parser = argparse.ArgumentParser(prog="python -m robot_memory.operation.parameters",
                                      description="Render the parameter table.")
     parser.add_argument("--markdown", metavar="PATH", nargs="?", const="-", required=True,
                         help="write docs/parameters.md's content to PATH (default stdout)")

@@ -130,11 +130,13 @@ def run_nodes(specs: list[NodeSpec], args=None) -> None:
 
 
 def settle_heap() -> None:
-    """Once the nodes are up: what exists now (modules, rclpy, SQLAlchemy, type stores:
-    some 10^5 objects) lives as long as the process, so the cyclic collector stops
-    scanning it (gc.freeze), and it runs after 10,000 new container objects instead of
-    700. At 1000 results/s the collector took a tenth of the logger's CPU re-scanning
-    that heap; what a result allocates is freed by reference counting anyway."""
+    """Once the nodes are up: what exists now (modules, rclpy, SQLAlchemy, type stores)
+    lives as long as the process, so the cyclic collector stops scanning it (gc.freeze),
+    and it runs after 10,000 new container objects instead of 700.
+
+    Why: re-scanning that heap cost the logger a noticeable share of its CPU at a high
+    result rate, and what a result allocates is freed by reference counting anyway
+    (docs/performance.md, "Why the code is shaped this way")."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)

@@ -313,7 +313,7 @@ class ConsolidationService:
     # -- overrides ----------------------------------------------------------------------
     def override(self, action: str, operator: str, key_id: str, reason: str, *,
                  fact_id: int = 0, kind: str = "", key: str = "", value_json: str = "",
-                 confidence: float = 0.0, archive_path: str = "") -> OverrideOutcome:
+                 confidence: float = 1.0, archive_path: str = "") -> OverrideOutcome:
         """Log an operator's override (the caller has checked who it is), then apply it
         with a pass at once. A reset's archive goes inside archive_dir, never elsewhere."""
         if self.partition is None:

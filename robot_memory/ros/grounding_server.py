@@ -172,7 +172,8 @@ class GroundingServer(ManagedMemoryNode):
             with partition.store.read() as conn:
                 self.run_event_id = read_checkpoint(partition, conn).run_event_id
                 facts = partition.facts(conn=conn)
-            index = GroundingIndex(partition.identity_hash, facts)
+            index = GroundingIndex(partition.identity_hash, facts,
+                                   stale_half_life_s=self.params["stale_half_life_s"])
             if self.analogy_settings.enabled:  # built here, not by the first request
                 index.known_properties()
             self.index = index

@@ -481,8 +481,8 @@ class GroundingIndex:
     def _with_priors(self, req: GroundingRequest, own: GroundingAnswer,
                      priors: PriorIndex) -> GroundingAnswer | None:
         """`own` with the priors matching the request, or None when none match or the
-        robot's own evidence rules them out (contested, or below the asked confidence:
-        its own word, not a gap a prior may fill)."""
+        robot's own evidence rules them out (contested, stale, or below the asked
+        confidence: its own word, not a gap a prior may fill)."""
         if own.status != OK and own.reason_code not in (REASON_NO_FACT, REASON_ONLY_CANDIDATES):
             return None
         keys = priors.keys_for(req.skill_id, req.target_class, req.environment)

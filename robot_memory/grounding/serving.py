@@ -51,8 +51,10 @@ class ServedIndex:
     the run it reflects, and how it follows the passes. One writer at a time (a lock);
     readers take `index` as it is."""
 
-    def __init__(self, analogy_settings: AnalogySettings, log: Log = _default_log):
+    def __init__(self, analogy_settings: AnalogySettings, log: Log = _default_log,
+                 stale_half_life_s: float = 0.0):
         self.analogy_settings = analogy_settings
+        self.stale_half_life_s = stale_half_life_s  # GroundingIndex's staleness decay
         self.index: GroundingIndex | None = None
         self.partition: Partition | None = None
         self.run_event_id = 0  # the run the index reflects
@@ -85,7 +87,8 @@ class ServedIndex:
             with partition.store.read() as conn:
                 self.run_event_id = read_checkpoint(partition, conn).run_event_id
                 facts = partition.facts(conn=conn)
-            index = GroundingIndex(partition.identity_hash, facts)
+            index = GroundingIndex(partition.identity_hash, facts,
+                                   stale_half_life_s=self.stale_half_life_s)
             if self.analogy_settings.enabled:  # built here, not by the first request
                 index.known_properties()
             self.index = index

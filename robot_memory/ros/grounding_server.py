@@ -66,7 +66,8 @@ class GroundingServer(ManagedMemoryNode):
         self.analogy_settings = AnalogySettings(
             enabled=self.params["analogies_enabled"],
             max_distance=self.params["analogy_max_distance"], k=self.params["analogy_k"])
-        self.served = ServedIndex(self.analogy_settings, log=self._log)
+        self.served = ServedIndex(self.analogy_settings, log=self._log,
+                                  stale_half_life_s=self.params["stale_half_life_s"])
         self.partition = None
         self.audit: AuditWriter | None = None
         self.answers = 0

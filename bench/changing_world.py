@@ -24,7 +24,8 @@ Choices (fixed here, written into the result file):
   alone (a bad day: worn pads, wet cups), then as before; `drift`, from the change day
   25 N declines linearly to 0.05 over DRIFT_DAYS (28) days while 15 N works at 0.95;
   `zone_local`, the step in `lab` only, while `kitchen` (ten attempts a day too) stays
-  as before. Failure reasons: `cracked` for 25 N in a changed world, `slipped` otherwise.
+  as before; `steady`, the control, where nothing changes in either (what an arm's
+  false alarms cost; the kitchen of `zone_local` is held to its kitchen: the same draws). Failure reasons: `cracked` for 25 N in a changed world, `slipped` otherwise.
 - The force that works (the oracle's) is the band with the highest success probability
   that day, 25 N on a tie (the default).
 - History: during the 40 days every arm grasps at 25 N (the issue's history is given,
@@ -51,7 +52,9 @@ Choices (fixed here, written into the result file):
   change day. Avoidable failures: those whose draw the force that works would have
   turned into a success (every failure of the oracle is unavoidable). The issue's goals
   are judged on avoidable failures: its base rate (1 in 20 at the force that works)
-  fails about 15 of 300 attempts whatever the memory does.
+  fails about 15 of 300 attempts whatever the memory does. "A change in one environment
+  stays there": in `zone_local` the kitchen's avoidable failures at most those of the
+  same kitchen in `steady` (the same draws) plus LOCAL_TOLERANCE (1) on average.
 - Attempts until the arm first recommends what works, from the change: the memory's
   served force_n (none while it abstains), the window's best estimate, the no-memory
   robot's force, the oracle's; never within the window counts as the window's attempts
@@ -195,7 +198,18 @@ def zone_local(change_day: int) -> Scenario:
                     and env == LAB)
 
 
-SCENARIOS = {"step": step, "burst": burst, "drift": drift, "zone_local": zone_local}
+def steady(change_day: int) -> Scenario:
+    def table(day: int, environment: str) -> dict[float, float]:
+        return BEFORE
+    return Scenario("steady", "nothing changes, in lab or kitchen (the control: what "
+                    "false alarms cost, and the kitchen zone_local is held to)",
+                    (LAB, KITCHEN), LAB, change_day, table, lambda day, force, env: False)
+
+
+SCENARIOS = {"step": step, "burst": burst, "drift": drift, "zone_local": zone_local,
+             "steady": steady}
+GOAL_SCENARIOS = ("step", "burst", "drift", "zone_local")  # steady is the control
+LOCAL_TOLERANCE = 1.0  # zone_local's kitchen: avoidable failures at most steady's + this
 
 
 # -- Rule sets ------------------------------------------------------------------------
@@ -554,6 +568,8 @@ def goals(results: dict, rule_sets: list[str]) -> dict:
         bound = RULE_SETS[name].config.contest_min_observations + PROBLEM_EXTRA
         per = {}
         for scenario, arms in results.items():
+            if scenario not in GOAL_SCENARIOS:
+                continue
             changed = arms[arm]["changed"]
             avoidable = changed["avoidable_failures"]["mean"]
             passes = changed["passes_until_working_served"]
@@ -570,10 +586,13 @@ def goals(results: dict, rule_sets: list[str]) -> dict:
                    f"at_least_{TIMES_FEWER:g}x_fewer_than_today":
                    ratio is not None and ratio >= TIMES_FEWER}
             if "unchanged" in arms[arm]:
-                unchanged = arms[arm]["unchanged"]
-                row["change_stays_local"] = (
-                    unchanged["avoidable_failures"]["mean"] <= 1.0
-                    and unchanged["recommends_working_share"]["mean"] == 1.0)
+                kitchen = arms[arm]["unchanged"]["avoidable_failures"]["mean"]
+                control = results.get("steady", {}).get(arm, {}).get("unchanged")
+                row["unchanged_avoidable_failures_mean"] = kitchen
+                row["steady_world_same_environment_mean"] = \
+                    None if control is None else control["avoidable_failures"]["mean"]
+                row["change_stays_local"] = control is not None and \
+                    kitchen <= control["avoidable_failures"]["mean"] + LOCAL_TOLERANCE
             row["all_met"] = all(v for k, v in row.items() if isinstance(v, bool))
             per[scenario] = row
         out[arm] = per

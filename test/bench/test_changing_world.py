@@ -69,6 +69,15 @@ def test_zone_local_changes_the_lab_only():
     assert zone.failure_reason(CHANGE + 3, 25.0, "kitchen") == "slipped"
 
 
+def test_steady_changes_nothing():
+    steady = cw.SCENARIOS["steady"](CHANGE)
+    assert steady.environments == ("lab", "kitchen")
+    for day in (0, CHANGE - 1, CHANGE, CHANGE + 29):
+        for env in steady.environments:
+            assert {f: steady.probability(day, f, env) for f in cw.FORCES} == cw.BEFORE
+            assert steady.working_force(day, env) == 25.0
+
+
 def test_an_attempt_succeeds_at_its_probability():
     step = cw.SCENARIOS["step"](CHANGE)
     rng = np.random.default_rng(7)
@@ -116,6 +125,9 @@ def test_the_quick_run_writes_every_scenario_arm_and_goal(quick):
         assert len(memory["timeline_first_seed"]) == settings["days_after"] + 2
         assert all(n > 0 for n in memory["readme_facts0_not_the_skill_fact"]
                    ["ok_answers_per_seed"])
+        if scenario == "steady":
+            assert scenario not in quick["goals"]["memory:v1"]
+            continue
         goal = quick["goals"]["memory:v1"][scenario]
         assert goal["bound"] == 5 + 3
         assert goal["times_fewer_than_today"] == 1.0  # today's rules against themselves

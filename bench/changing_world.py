@@ -25,7 +25,8 @@ Choices (fixed here, written into the result file):
   25 N declines linearly to 0.05 over DRIFT_DAYS (28) days while 15 N works at 0.95;
   `zone_local`, the step in `lab` only, while `kitchen` (ten attempts a day too) stays
   as before; `steady`, the control, where nothing changes in either (what an arm's
-  false alarms cost; the kitchen of `zone_local` is held to its kitchen: the same draws). Failure reasons: `cracked` for 25 N in a changed world, `slipped` otherwise.
+  false alarms cost; the kitchen of `zone_local` is held to its kitchen: the same
+  draws). Failure reasons: `cracked` for 25 N in a changed world, `slipped` otherwise.
 - The force that works (the oracle's) is the band with the highest success probability
   that day, 25 N on a tie (the default).
 - History: during the 40 days every arm grasps at 25 N (the issue's history is given,

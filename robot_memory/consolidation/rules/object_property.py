@@ -9,7 +9,7 @@ from robot_memory.consolidation.rules.base import (RULE_VERSION, OneFactPerGroup
                                                    RenderedFact, RulesConfig, fact_key,
                                                    max_support, promoted_status, r6)
 from robot_memory.consolidation.stats import band, exact_mean, multiset_merge
-from robot_memory.store import OutcomeRow
+from robot_memory.store import OutcomeRow, ValueBatch
 
 # How many observations make half the confidence (before spread is accounted for).
 HALF_CONFIDENCE_N = 3
@@ -33,7 +33,7 @@ class ObjectProperty(OneFactPerGroup):
         elif not row.has_observations:
             into.skip(f"{self.kind}:no_observations", row.count)
 
-    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+    def add_values(self, aggregates: ValueBatch, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
         for target, name, value, count, max_id, max_stamp in aggregates.observations:
             key = fact_key(target, name)

@@ -75,9 +75,12 @@ def fact_to_msg(fact: FactRow) -> SemanticFact:
 
 
 def fact_from_msg(msg: SemanticFact) -> FactRow:
-    return FactRow(msg.fact_id, msg.kind, msg.key, None, msg.value_json,  # parsed on use
-                   msg.status, msg.confidence, msg.n_observations, msg.rule_version,
-                   msg.last_supporting_event_id, stamp_to_ns(msg.last_updated))
+    return FactRow(id=msg.fact_id, kind=msg.kind, key=msg.key,
+                   value_json=msg.value_json,  # parsed on use
+                   status=msg.status, confidence=msg.confidence,
+                   n_observations=msg.n_observations, rule_version=msg.rule_version,
+                   last_supporting_event_id=msg.last_supporting_event_id,
+                   last_updated_ns=stamp_to_ns(msg.last_updated))
 
 
 def fact_array_from_serialized(data: bytes) -> FactArray:

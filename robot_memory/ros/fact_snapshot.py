@@ -54,8 +54,9 @@ def _sample_facts() -> list[FactRow]:
     values = ['{"rate":0.25,"recommended_parameters":{"f":{"median":2.5}}}', "{}",
               '{"recommended_parameters":{"a":{"median":1.0},"bb":{"median":-3.5}}}',
               '{"rate":1,"note":"grüße"}', '{"rate":null}']
-    return [FactRow(i + 1, "k" * (i + 1), "key" + "é" * i, None, values[i], "active",
-                    0.5, i, "v1.0", 7 * i, i * 1_000_000_001 + 1)
+    return [FactRow(id=i + 1, kind="k" * (i + 1), key="key" + "é" * i, value_json=values[i],
+                    status="active", confidence=0.5, n_observations=i, rule_version="v1.0",
+                    last_supporting_event_id=7 * i, last_updated_ns=i * 1_000_000_001 + 1)
             for i in range(5)]
 
 

@@ -191,8 +191,10 @@ def test_the_index_and_the_encoding_take_any_stored_value_fact_by_fact(rows):
     facts = []
     for i, (kind, value, rule_version, as_text) in enumerate(rows):
         text = value if isinstance(value, str) and as_text else json.dumps(value)
-        facts.append(FactRow(i + 1, kind, f"key {i}", None, text, "active", 0.9, 5,
-                             rule_version, 1, 1))
+        facts.append(FactRow(id=i + 1, kind=kind, key=f"key {i}", value_json=text,
+                             status="active", confidence=0.9, n_observations=5,
+                             rule_version=rule_version, last_supporting_event_id=1,
+                             last_updated_ns=1))
     index = GroundingIndex("e" * 64, facts)
     assert index.size + len(index.left_out) == len(facts)
     for request in (GroundingRequest("manipulation.grasp", "glass_cup", "sim"),
@@ -219,5 +221,7 @@ def test_a_value_of_its_kinds_shape_is_read_by_every_consumer(kind_value):
     kind, value = kind_value
     if value_problem(kind, value) is not None:
         return
-    fact = FactRow(1, kind, "k", None, json.dumps(value), "active", 0.9, 5, "operator/1", 1, 1)
+    fact = FactRow(id=1, kind=kind, key="k", value_json=json.dumps(value), status="active",
+                   confidence=0.9, n_observations=5, rule_version="operator/1",
+                   last_supporting_event_id=1, last_updated_ns=1)
     read_by_every_consumer(fact, "d" * 64)

@@ -89,8 +89,9 @@ class InteractionPattern:
                                        for name, bag in sorted(entry["parameters"].items())},
                 "confidence": confidence, "rule_version": RULE_VERSION,
             }
-            facts.append(RenderedFact(self.kind,
-                                      fact_key(state["skill_id"], state["target_class"], reason),
-                                      value, promoted_status(count, config), confidence, count,
-                                      entry["last_event_id"], entry["last_stamp_ns"]))
+            facts.append(RenderedFact(
+                kind=self.kind, key=fact_key(state["skill_id"], state["target_class"], reason),
+                value=value, status=promoted_status(count, config), confidence=confidence,
+                n_observations=count, last_supporting_event_id=entry["last_event_id"],
+                last_updated_ns=entry["last_stamp_ns"]))
         return facts

@@ -62,5 +62,7 @@ class ObjectProperty(OneFactPerGroup):
         value = {"target_class": state["target_class"], "property": state["property"], "n": n,
                  "mean": exact_mean(state["values"]), "band": spread,
                  "confidence": confidence, "rule_version": RULE_VERSION}
-        return [RenderedFact(self.kind, key, value, promoted_status(n, config), confidence, n,
-                             state["last_event_id"], state["last_stamp_ns"])]
+        return [RenderedFact(kind=self.kind, key=key, value=value,
+                             status=promoted_status(n, config), confidence=confidence,
+                             n_observations=n, last_supporting_event_id=state["last_event_id"],
+                             last_updated_ns=state["last_stamp_ns"])]

@@ -83,5 +83,7 @@ class SkillSuccessRate(OneFactPerGroup):
             "rule_version": RULE_VERSION,
         }
         status = STATUS_CONTESTED if conflict["contested"] else promoted_status(n, config)
-        return [RenderedFact(self.kind, key, value, status, confidence, n,
-                             state["last_event_id"], state["last_stamp_ns"], conflict)]
+        return [RenderedFact(kind=self.kind, key=key, value=value, status=status,
+                             confidence=confidence, n_observations=n,
+                             last_supporting_event_id=state["last_event_id"],
+                             last_updated_ns=state["last_stamp_ns"], conflict=conflict)]

@@ -25,7 +25,7 @@ class ConcurrentPass(ConsolidationError):
     """Raised when another pass committed for this identity while this one was computing."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class FactRow:
     """A fact as the semantic tier stores it: one row of semantic_facts. The one shape
     of a stored fact, for every holder (a pass, the grounding index, the snapshot, the
@@ -48,6 +48,24 @@ class FactRow:
     _parsed: dict[str, Any] | None = field(default=None, init=False, repr=False,
                                            compare=False)
 
+    def __init__(self, id: int | None, kind: str, key: str, value_json: str, status: str,
+                 confidence: float, n_observations: int, rule_version: str,
+                 last_supporting_event_id: int, last_updated_ns: int) -> None:
+        # Each slot set through its own descriptor: the frozen dataclass's generated
+        # __init__ goes through object.__setattr__ for each field, twice the cost, and a
+        # pass reads, and a delta brings, a row per fact it touches.
+        _set_id(self, id)
+        _set_kind(self, kind)
+        _set_key(self, key)
+        _set_value_json(self, value_json)
+        _set_status(self, status)
+        _set_confidence(self, confidence)
+        _set_n_observations(self, n_observations)
+        _set_rule_version(self, rule_version)
+        _set_last_supporting_event_id(self, last_supporting_event_id)
+        _set_last_updated_ns(self, last_updated_ns)
+        _set_parsed(self, None)
+
     @property
     def value(self) -> dict[str, Any]:
         if self._parsed is None:
@@ -66,6 +84,12 @@ class FactRow:
         return FactWrite(self.id, self.kind, self.key, self.value_json, self.status,
                          self.confidence, self.n_observations, self.rule_version,
                          self.last_supporting_event_id, self.last_updated_ns)
+
+
+# The slots' setters, in field order (FactRow.__init__).
+(_set_id, _set_kind, _set_key, _set_value_json, _set_status, _set_confidence,
+ _set_n_observations, _set_rule_version, _set_last_supporting_event_id, _set_last_updated_ns,
+ _set_parsed) = [vars(FactRow)[name].__set__ for name in FactRow.__slots__]
 
 
 def _interned_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -33,6 +33,9 @@ MAX_NOTES = 2048
 MAX_VALUES = 64
 MAX_KEY = MAX_TEXT  # a parameter's or observation's name (_plain_name relies on it)
 MAX_STAMP_NS = 2**63 - 1  # what the store's 64-bit time columns hold
+# Failure reasons that are safety-relevant by default: the rules remember them longer,
+# and retention keeps such results live (RulesConfig.safety_failure_reasons overrides).
+SAFETY_FAILURE_REASONS = ("collision", "dropped", "human_contact", "estop", "overforce")
 # The refusal of a result that says both: success true and a failure_reason.
 CONTRADICTORY = "contradictory_result"
 

@@ -15,6 +15,7 @@ from functools import cached_property, lru_cache
 from typing import Any, NamedTuple, Protocol
 
 from robot_memory.errors import ConsolidationError
+from robot_memory.execution_result import SAFETY_FAILURE_REASONS
 from robot_memory.store import FactRow, OutcomeRow, ValueBatch
 
 RULE_VERSION = "v1.0"
@@ -47,8 +48,7 @@ class RulesConfig:
     # Safety-relevant failures are remembered longer ("The Yggdrasil Memory Architecture":
     # failures outlast successes).
     safety_half_life_s: float = 120 * DAY_S
-    safety_failure_reasons: tuple[str, ...] = ("collision", "dropped", "human_contact",
-                                               "estop", "overforce")
+    safety_failure_reasons: tuple[str, ...] = SAFETY_FAILURE_REASONS
     # Event time is counted in buckets of this width; fixed for the life of a store.
     time_bucket_s: float = 3600.0
     # Contradiction test: evidence newer than this window vs. the older evidence ...

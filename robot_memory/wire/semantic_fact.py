@@ -26,9 +26,9 @@ from struct import error as StructError
 from typing import Any, Protocol
 
 from robot_memory.wire.cdr import (BODY, MAX_PADDING, PLAIN_LE, Layout, encapsulation_problem,
-                                   pack_i32_u32, pack_i64, pack_u32, put_padding, put_text,
-                                   read_count, read_distinct_text, read_text, unpack_i32_u32,
-                                   unpack_i64, unpack_two_i64)
+                                   pack_i32_u32, pack_i64, put_padding, put_text, read_count,
+                                   read_distinct_text, read_text, unpack_i32_u32, unpack_i64,
+                                   unpack_two_i64)
 from robot_memory.wire.key_value import put_pairs, skip_pairs
 
 # The fields read and written below, in this order (test/core/test_wire_layouts.py holds
@@ -176,4 +176,3 @@ def frame_fact_array(identity_hash: str, run_event_id: int, previous_run_event_i
         body += element
     put_padding(body, 4)
     return PLAIN_LE + body  # bytes: the left operand's type
-

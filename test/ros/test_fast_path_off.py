@@ -14,7 +14,7 @@ WHY = "a string with a NUL, a bool neither 0 nor 1, or bytes past the message"
 
 
 def test_a_result_rclpy_has_to_read_is_said_once_and_stored(probe, start_stack,
-                                                             certified_hash, db_url):
+                                                            certified_hash, db_url):
     stack = start_stack(nodes=["manifest_verifier", "episodic_logger"],
                         managed_nodes=["episodic_logger"])
     probe.wait_identity()

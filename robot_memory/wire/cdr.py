@@ -55,9 +55,9 @@ LAYOUTS = (TIME, STD_HEADER)
 
 
 def encapsulation_problem(data: bytes, header: bytes) -> str:
-    """Why bytes whose encapsulation header is not `header` are left to rclpy."""
-    return (f"encapsulation header {data[:4].hex(' ') or 'missing'}, the reader takes "
-            f"{header.hex(' ')} (plain little-endian CDR)")
+    """Why bytes whose encapsulation header is not `header` are not the codec's."""
+    return (f"encapsulation header {data[:4].hex(' ') or 'missing'}, not {header.hex(' ')} "
+            "(plain little-endian CDR)")
 
 
 # -- reading ----------------------------------------------------------------------------

@@ -3,8 +3,8 @@ and observations and SemanticFact's recommended_parameters carry it. ROS-free.""
 
 from __future__ import annotations
 
-from robot_memory.wire.cdr import (BODY, Layout, pack_f64, put_padding, put_text, read_count,
-                                   read_text, unpack_f64)
+from robot_memory.wire.cdr import (BODY, Layout, pack_f64, put_padding, put_text, read_text,
+                                   unpack_f64, unpack_u32)
 
 LAYOUT = Layout("robot_memory/KeyValue", (("key", "string"), ("value", "float64")))
 LAYOUTS = (LAYOUT,)
@@ -12,7 +12,12 @@ LAYOUTS = (LAYOUT,)
 
 def read_pairs(data: bytes, pos: int) -> tuple[list[tuple[str, float]], int]:
     """(KeyValue[] at `pos` as (key, value) pairs, position after them)."""
-    count, pos = read_count(data, pos)
+    # cdr.read_count, written out: twice per result, on the logger's intake path
+    pos += -pos & 3
+    (count,) = unpack_u32(data, pos)
+    if count > len(data):  # every entry takes bytes: a corrupt count, not a long loop
+        raise ValueError  # left to rclpy
+    pos += 4
     pairs = []
     for _ in range(count):
         key, pos = read_text(data, pos)

@@ -151,7 +151,8 @@ def fact_element(fact: PublishedFact, success_rate: float | None,
                              success_rate is not None,
                              0.0 if success_rate is None else success_rate,
                              len(recommended_parameters))
-    put_pairs(out, recommended_parameters)
+    if recommended_parameters:
+        put_pairs(out, recommended_parameters)
     put_text(out, fact.value_json)
     put_padding(out, 8)
     out += pack_i64(int(fact.last_supporting_event_id))

@@ -5,6 +5,7 @@ message type a codec encodes (KeyValue, builtin_interfaces/Time, std_msgs/Header
 have its layout declared too, and each of robot_memory's .msg files that a codec encodes
 points to it in a comment."""
 
+import ast
 import importlib
 import pkgutil
 from pathlib import Path
@@ -124,3 +125,17 @@ def test_msg_fields_reads_what_a_msg_file_may_hold():
         ("names", "string<=8[<=3]"), ("header", "std_msgs/Header"),
         ("pairs", "robot_memory/KeyValue[]"), ("stamps", "builtin_interfaces/Time[2]"),
         ("note", "string"))
+
+
+def test_the_codecs_import_no_store_nor_any_part_above_them():
+    """wire/ takes a fact row through a protocol and a factory, and is told which of a
+    value's fields to serve: it imports nothing of the store, the consolidation, the
+    grounding or the nodes."""
+    above = ("robot_memory.store", "robot_memory.consolidation", "robot_memory.grounding",
+             "robot_memory.ros", "robot_memory.retention", "robot_memory.operation")
+    for path in sorted((ROOT / "robot_memory" / "wire").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for name in names:
+                assert not name.startswith(above), f"{path.relative_to(ROOT)} imports {name}"

@@ -105,7 +105,7 @@ def test_a_delta_rclpy_has_to_read_is_told_with_why():
     told = []
     array = fact_array_from_serialized(big_endian, lambda *said: told.append(said))
     assert _as_read_here(array) == _as_rclpy_reads(data)
-    assert told == [("SemanticFactArray", "encapsulation header 00 00 00 00, the reader "
-                     "takes 00 01 00 00 (plain little-endian CDR)")]
+    assert told == [("SemanticFactArray", "encapsulation header 00 00 00 00, not 00 01 00 00 "
+                     "(plain little-endian CDR)")]
     fact_array_from_serialized(data, lambda *said: told.append(said))
     assert len(told) == 1  # read here: nothing told

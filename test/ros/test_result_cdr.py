@@ -168,8 +168,8 @@ def test_a_result_rclpy_has_to_read_is_told_once_with_why():
     read = result_reader(lambda message_type, why: told.append((message_type, why)))
     assert read(data) == message_fields(msg) and told == []
     assert read(big_endian) == message_fields(msg)
-    assert told == [("ExecutionResult", "encapsulation header 00 00 00 00, the reader "
-                     "takes 00 01 (plain little-endian CDR)")]
+    assert told == [("ExecutionResult", "encapsulation header 00 00 00 00, not 00 01 "
+                     "(plain little-endian CDR)")]
     assert read(data + bytes(8)) == message_fields(msg)
     assert told[1] == ("ExecutionResult", "a string with a NUL, a bool neither 0 nor 1, "
                        "or bytes past the message")

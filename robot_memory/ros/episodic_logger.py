@@ -42,7 +42,7 @@ from robot_memory.ros.logger_intake import (HOLD_AT_MOST, IntakeThread, TakenByI
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import execution_results_reader_qos
-from robot_memory.ros.rclpy_internals import poll_event
+from robot_memory.ros.rclpy_internals import poll_event, taking
 from robot_memory.intake.redelivery import Redelivery, sample_of, stored_samples
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.unheard_publishers import UnheardPublishers
@@ -178,9 +178,8 @@ class EpisodicLogger(ManagedMemoryNode):
         """Take and count what the readers still hold (a reader's history is bounded)."""
         count = 0
         for subscription in list(self._result_subscriptions.values()):
-            with subscription.handle:
-                take, msg_type = subscription.handle.take_message, subscription.msg_type
-                while count < at_most and take(msg_type, True) is not None:
+            with taking(subscription) as take:
+                while count < at_most and take() is not None:
                     count += 1
         return count
 
@@ -232,12 +231,10 @@ class EpisodicLogger(ManagedMemoryNode):
             events = []
             room = min(HOLD_AT_MOST, ingest.max_pending) - ingest.pending
             try:
-                # rclpy has no public take: its own wait_for_message and executors take
-                # this way (Subscription.handle.take_message, on Jazzy and Kilted alike).
-                with subscription.handle:
-                    take, msg_type = subscription.handle.take_message, subscription.msg_type
+                # rclpy has no public take (ros/rclpy_internals.py).
+                with taking(subscription) as take:
                     for _ in range(max(0, room)):
-                        taken = take(msg_type, True)
+                        taken = take()
                         if taken is None:
                             break
                         taken_any = True

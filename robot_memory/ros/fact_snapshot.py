@@ -1,14 +1,16 @@
 """The latched `facts` snapshot, held as each fact's serialized bytes.
 
-A SemanticFact message object costs about 2 KB of Python objects (its Time, its
-KeyValue list, a dozen boxed fields) for a 450-byte value; 10^4 of them were the
-consolidator's largest allocation, and converting them all to C on every publish its
-largest cost per pass. Each fact is kept instead as its CDR encoding, written straight
-from its FactRow once when it changes (ros/conversions.fact_element), and the array
-message is framed around them (wire/semantic_fact.frame_fact_array). Both are checked
-against the RMW's own serializer once per process (`framing_problem`): where the encoding
-is another one (big-endian, XCDR2), the snapshot keeps message objects instead, and the
-node says so (`fast_path_off`).
+Each fact is kept as its CDR encoding, written straight from its FactRow once when it
+changes (ros/conversions.fact_element), and the array message is framed around them
+(wire/semantic_fact.frame_fact_array). Both are checked against the RMW's own serializer
+once per process (`framing_problem`): where the encoding is another one (big-endian,
+XCDR2), the snapshot keeps message objects instead, and the node says so
+(`fast_path_off`).
+
+Why bytes: a SemanticFact message object (its Time, its KeyValue list, a dozen boxed
+fields) costs several times its value's size in Python objects; at 10^4 facts they were
+the consolidator's largest allocation, and converting them all to C on every publish its
+largest cost per pass (docs/performance.md, "Why the code is shaped this way").
 """
 
 from __future__ import annotations
@@ -108,9 +110,9 @@ class FactSnapshot:
     def delta(self, facts: list[FactRow], identity_hash: str, run_event_id: int,
               previous_run_event_id: int, stamp: Time) -> bytes | SemanticFactArray:
         """Take these changed facts in, and give the array of them alone to publish:
-        framed around the same encodings the snapshot keeps (each fact is encoded once;
-        rclpy serializing a pass's delta of 1,500 facts held the interpreter for 25 ms,
-        in the process that answers `ground`)."""
+        framed around the same encodings the snapshot keeps (each fact is encoded once:
+        rclpy serializing a pass's delta holds the interpreter, in the process that
+        answers `ground`)."""
         self.update(facts)
         encoded = self._facts
         changed = [encoded[key] for key in [(fact.kind, fact.key) for fact in facts]

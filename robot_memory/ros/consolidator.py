@@ -62,6 +62,8 @@ class Consolidator(ManagedMemoryNode):
         self.delta_publisher = self.create_lifecycle_publisher(SemanticFactArray,
                                                                "facts_delta", FACTS_DELTA_QOS)
         self.diagnostics = DiagnosticsPublisher(self)  # in every state: it says why
+        if self._snapshot.fast_path_off:  # `facts` goes out through rclpy's serializer
+            self.diagnostics.fast_path_off("SemanticFactArray", self._snapshot.fast_path_off)
         wall = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(self.params["diagnostics_period_s"], self._publish_diagnostics,
                           clock=wall)

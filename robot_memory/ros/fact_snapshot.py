@@ -1,11 +1,11 @@
 """The latched `facts` snapshot, held as each fact's serialized bytes.
 
 Each fact is kept as its CDR encoding, written straight from its FactRow once when it
-changes (fact_array_cdr.fact_element), and the array message is framed around them: a
-SemanticFactArray's sequence is its elements' encodings, each starting 8-byte aligned
-(SemanticFact begins with an int64), behind the header fields. Both are checked against
-the RMW's own serializer once per process (`framing_supported`): where the encoding is
-another one (big-endian, XCDR2), the snapshot keeps message objects instead.
+changes (ros/conversions.fact_element), and the array message is framed around them
+(wire/semantic_fact.frame_fact_array). Both are checked against the RMW's own serializer
+once per process (`framing_problem`): where the encoding is another one (big-endian,
+XCDR2), the snapshot keeps message objects instead, and the node says so
+(`fast_path_off`).
 
 Why bytes: a SemanticFact message object (its Time, its KeyValue list, a dozen boxed
 fields) costs several times its value's size in Python objects; at 10^4 facts they were
@@ -15,7 +15,6 @@ largest cost per pass (docs/performance.md, "Why the code is shaped this way").
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -23,29 +22,13 @@ from builtin_interfaces.msg import Time
 from rclpy.serialization import deserialize_message, serialize_message
 
 from robot_memory.consolidation.fact_schemas import stored_fact_problem
-from robot_memory.wire.fact_array import fact_element, put_padding, put_text
 from robot_memory.msg import SemanticFact, SemanticFactArray
-from robot_memory.ros.conversions import fact_to_msg
+from robot_memory.ros.conversions import fact_element, fact_to_msg
 from robot_memory.store import FactRow
-
-CDR_LE = b"\x00\x01\x00\x00"  # encapsulation: plain CDR, little-endian, no options
+from robot_memory.wire.cdr import PLAIN_LE, encapsulation_problem
+from robot_memory.wire.semantic_fact import frame_fact_array
 
 FactKey = tuple[str, str]
-
-
-def frame_fact_array(identity_hash: str, run_event_id: int, previous_run_event_id: int,
-                     stamp: Time, elements: list[bytes]) -> bytes:
-    """A serialized SemanticFactArray (header.frame_id empty) around fact elements."""
-    body = bytearray(struct.pack("<iI", stamp.sec, stamp.nanosec))
-    put_text(body, "")  # header.frame_id
-    put_text(body, identity_hash)
-    put_padding(body, 8)
-    body += struct.pack("<qqI", run_event_id, previous_run_event_id, len(elements))
-    for element in elements:
-        put_padding(body, 8)
-        body += element
-    put_padding(body, 4)
-    return CDR_LE + body  # bytes: the left operand's type
 
 
 def _sample_facts() -> list[FactRow]:
@@ -61,29 +44,41 @@ def _sample_facts() -> list[FactRow]:
 
 
 @lru_cache(maxsize=1)
-def framing_supported() -> bool:
-    """Whether fact_element and frame_fact_array give what the RMW's serializer gives
-    for the same facts: the same length, and the same message once deserialized (padding
-    bytes are left unset by it)."""
+def framing_problem() -> str | None:
+    """None when fact_element and frame_fact_array give what the RMW's serializer gives
+    for the same facts (the same length, and the same message once deserialized: padding
+    bytes are left unset by it); else how they differ."""
     facts = _sample_facts()
     reference = SemanticFactArray(identity_hash="abcdefg", run_event_id=9,
                                   previous_run_event_id=8,
                                   facts=[fact_to_msg(f) for f in facts])
     reference.header.stamp = Time(sec=11, nanosec=12)
     expected = serialize_message(reference)
-    if not expected.startswith(CDR_LE):
-        return False
-    framed = frame_fact_array("abcdefg", 9, 8, Time(sec=11, nanosec=12),
-                              [fact_element(f) for f in facts])
-    return (len(framed) == len(expected)
-            and deserialize_message(framed, SemanticFactArray) == reference)
+    if not expected.startswith(PLAIN_LE):
+        return "the RMW serializes SemanticFactArray with " + encapsulation_problem(
+            expected, PLAIN_LE)
+    framed = frame_fact_array("abcdefg", 9, 8, 11, 12, [fact_element(f) for f in facts])
+    if len(framed) != len(expected):
+        return (f"the framed SemanticFactArray takes {len(framed)} bytes, the RMW's "
+                f"serialization {len(expected)}")
+    if deserialize_message(framed, SemanticFactArray) != reference:
+        return "the framed SemanticFactArray deserializes to another message"
+    return None
+
+
+def framing_supported() -> bool:
+    """Whether the snapshot is kept as bytes (framing_problem finds nothing)."""
+    return framing_problem() is None
 
 
 class FactSnapshot:
     """Every fact of the identity, ready to publish as one latched array."""
 
     def __init__(self) -> None:
-        self._framed = framing_supported()
+        # Why the facts are kept as message objects rather than bytes (None: as bytes),
+        # for the node to say.
+        self.fast_path_off = framing_problem()
+        self._framed = self.fast_path_off is None
         self._facts: dict[FactKey, bytes | SemanticFact] = {}
         # Facts that cannot be published, by (kind, key): why. Each is left out of the
         # snapshot and the deltas, alone; the node logs and counts them.
@@ -125,7 +120,7 @@ class FactSnapshot:
                    if key in encoded]
         if self._framed:
             return frame_fact_array(identity_hash, run_event_id, previous_run_event_id,
-                                    stamp, changed)
+                                    stamp.sec, stamp.nanosec, changed)
         msg = SemanticFactArray(identity_hash=identity_hash, facts=changed,
                                 run_event_id=run_event_id,
                                 previous_run_event_id=previous_run_event_id)
@@ -137,7 +132,7 @@ class FactSnapshot:
         """What to hand to Publisher.publish: serialized bytes, or the message."""
         if self._framed:
             return frame_fact_array(identity_hash, run_event_id, previous_run_event_id,
-                                    stamp, list(self._facts.values()))
+                                    stamp.sec, stamp.nanosec, list(self._facts.values()))
         msg = SemanticFactArray(identity_hash=identity_hash, facts=list(self._facts.values()),
                                 run_event_id=run_event_id,
                                 previous_run_event_id=previous_run_event_id)

@@ -133,7 +133,7 @@ class GroundingServer(ManagedMemoryNode):
         if self.served.index is None:
             return
         try:
-            delta = fact_array_from_serialized(data)
+            delta = fact_array_from_serialized(data, self.diagnostics.fast_path_off)
         except Exception as exc:  # not a SemanticFactArray: the catch-up reloads if needed
             self.refused_deltas += 1
             self.get_logger().warning(f"refused a facts delta of {len(data)} bytes: {exc}",

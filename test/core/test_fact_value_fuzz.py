@@ -21,7 +21,8 @@ from robot_memory.consolidation.diff import _flat
 from robot_memory.consolidation.fact_schemas import (SCHEMAS, operator_fact_problem,
                                                      stored_fact_problem, value_problem)
 from robot_memory.event_kinds import OVERRIDE
-from robot_memory.wire.fact_array import fact_element, served_fields
+from robot_memory.grounding.served import served_fields
+from robot_memory.wire.semantic_fact import fact_element
 from robot_memory.grounding.index import GroundingIndex, GroundingRequest
 from robot_memory.grounding.priors import PriorFact, PriorIndex, _counts
 from robot_memory.store import FactRow, MemoryStore
@@ -96,7 +97,7 @@ def fresh(store):
 def read_by_every_consumer(fact: FactRow, identity: str) -> None:
     """What each consumer reads of a fact it holds; raises if any cannot."""
     served_fields(fact.value)
-    fact_element(fact)
+    fact_element(fact, *served_fields(fact.peek_value()))
     index = GroundingIndex(identity, [fact])
     assert not index.left_out, index.left_out
     index.lookup(GroundingRequest("manipulation.grasp", "glass_cup", "sim",
@@ -208,7 +209,7 @@ def test_the_index_and_the_encoding_take_any_stored_value_fact_by_fact(rows):
     for fact in facts:
         try:  # what the published snapshot does per fact (ros/fact_snapshot.py)
             if stored_fact_problem(fact.kind, fact.rule_version, fact.peek_value) is None:
-                fact_element(fact)
+                fact_element(fact, *served_fields(fact.peek_value()))
         except Exception:
             pass
         if fact.rule_version == "operator/1" and (fact.kind, fact.key) in index.facts:

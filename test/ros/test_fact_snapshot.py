@@ -10,6 +10,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_to_msg
+from robot_memory.ros import fact_snapshot
 from robot_memory.ros.fact_snapshot import FactSnapshot, framing_supported
 from robot_memory.store import FactRow
 
@@ -28,6 +29,17 @@ VALUES = ['{"rate":0.75,"recommended_parameters":{"force_n":{"median":25.0}}}',
 
 def test_this_rmw_takes_the_framed_snapshot():
     assert framing_supported()
+    assert FactSnapshot().fast_path_off is None  # nothing for the consolidator to say
+
+
+def test_where_the_framing_differs_the_snapshot_says_how(monkeypatch):
+    """What the consolidator logs once and shows as fast_path_off.SemanticFactArray."""
+    check = fact_snapshot.framing_problem.__wrapped__  # not the process's cached answer
+    monkeypatch.setattr(fact_snapshot, "fact_element", lambda fact: bytes(8))
+    assert check().startswith("the framed SemanticFactArray takes ")
+    monkeypatch.setattr(fact_snapshot, "serialize_message", lambda msg: b"\x00\x00\x00\x00")
+    assert check() == ("the RMW serializes SemanticFactArray with encapsulation header "
+                       "00 00 00 00, not 00 01 00 00 (plain little-endian CDR)")
 
 
 def test_framed_snapshot_deserializes_to_the_same_message():

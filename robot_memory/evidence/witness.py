@@ -203,8 +203,9 @@ def parse_line(line: str, public_key: Ed25519PublicKey, where: str,
 def read_witness(path: str | Path, public_key: Ed25519PublicKey, identity_hash: str,
                  newest: int | None = None) -> list[SignedCheckpoint]:
     """The checkpoints of the file, each naming `identity_hash` and each signature
-    checked; with `newest`, only the last `newest` lines are read (a bounded boot check:
-    a signature check costs about a millisecond on a busy robot computer).
+    checked; with `newest`, only the last `newest` lines are read, so that a boot check
+    stays bounded however long the file grows (a signature check is not free:
+    docs/performance.md, "Why the code is shaped this way").
     WitnessLineError names the first line that fails."""
     path = Path(path)
     try:

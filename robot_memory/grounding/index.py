@@ -120,9 +120,10 @@ def _rank(fact: FactRow) -> tuple:
 
 # Lists longer than this (a skill's: thousands of facts) keep their facts' ranks too, as
 # (*rank, fact) in the same order, so that a delta's changes are merged into them by one
-# sort that compares tuples alone: no rank is computed for the thousands of facts a
-# delta leaves as they are (about 1 MB at 10^4 facts). No two facts of an index share a
-# rank ((kind, key) is unique): facts are never compared.
+# sort that compares tuples alone: no rank is computed for the thousands of facts a delta
+# leaves as they are, at the cost of the ranks' memory (docs/performance.md, "Why the
+# code is shaped this way"). No two facts of an index share a rank ((kind, key) is
+# unique): facts are never compared.
 _RANKED_LENGTH = 64
 _fact_of = itemgetter(3)
 

@@ -1,11 +1,12 @@
 """What `ground` converts per answer, made once: the SemanticFact message of each fact
 it serves, the whole answer to each distinct question, and its consultation ids.
 
-Building a fact's message parses its value JSON and fills a dozen typed fields: three
-fifths of the handler's time when it was done for every answer, for the same few facts a
-planner asks about again and again. A fact's row is never changed in place (a pass's
-delta brings a new row), so the message made from a row stays right for as long as that
-row is the one served.
+A fact's row is never changed in place (a pass's delta brings a new row), so the message
+made from a row stays right for as long as that row is the one served.
+
+Why: building a fact's message parses its value JSON and fills a dozen typed fields, and
+done for every answer it was most of the handler's time, for the same few facts a planner
+asks about again and again (docs/performance.md, "Why the code is shaped this way").
 """
 
 from __future__ import annotations

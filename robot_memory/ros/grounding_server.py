@@ -47,9 +47,11 @@ from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.srv import ExplainFact, GroundingQuery
 from robot_memory.store import MemoryStore
 
-# 0.1 ms: at 1,000 results/s with a pass every second, three runs each gave one-process
-# p99 1.05-1.16x the echo against 1.19-1.25x at 0.5 ms, for no CPU that two runs could
-# tell apart (docs/performance.md, Grounding).
+# The grounding server's switch interval (the whole process's in one process): the longest
+# a `ground` request waits for the interpreter while another thread holds it. Shorter
+# than CPython's default, because under a steady load with a pass every second the
+# default's wait showed in the request's p99, while the CPU it cost could not be told
+# apart from noise; shorter still gained nothing (docs/performance.md, Grounding).
 REQUEST_GIL_WAIT_S = 0.0001
 
 

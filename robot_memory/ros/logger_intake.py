@@ -17,10 +17,11 @@ from robot_memory.operation.log_throttle import LogThrottle, held_back
 # reader's history (config/fastdds_profiles.xml: up to 100,000, each freed once taken) as
 # DDS bytes, several times smaller than a result validated, queued and encoded in Python
 # (docs/performance.md, "Why the code is shaped this way": what a stalled writer cost
-# with 5,000 here and with 1,000). 1,000 is 0.5 s at 2,000 results/s: a round at a
-# steady rate never reaches it; past it (a burst, a stalled writer), the intake takes
-# again as soon as the writer has caught up to half of it (IntakeThread), not a period
-# later. It is also a round's most per topic, so lost events are polled.
+# with 5,000 here and with 1,000). It is well above what a round gathers at the logger's
+# sustained intake, so a round at a steady rate never reaches it; past it (a burst, a
+# stalled writer), the intake takes again as soon as the writer has caught up to half of
+# it (IntakeThread), not a period later. It is also a round's most per topic, so lost
+# events are polled.
 HOLD_AT_MOST = 1000
 
 

@@ -51,9 +51,10 @@ class FactRow:
     def __init__(self, id: int | None, kind: str, key: str, value_json: str, status: str,
                  confidence: float, n_observations: int, rule_version: str,
                  last_supporting_event_id: int, last_updated_ns: int) -> None:
-        # Each slot set through its own descriptor: the frozen dataclass's generated
-        # __init__ goes through object.__setattr__ for each field, twice the cost, and a
-        # pass reads, and a delta brings, a row per fact it touches.
+        # Each slot set through its own descriptor, in field order. Why not the frozen
+        # dataclass's generated __init__: it goes through object.__setattr__ for each
+        # field, which is dearer, and a pass reads, and a delta brings, a row per fact it
+        # touches (docs/performance.md, "Why the code is shaped this way").
         _set_id(self, id)
         _set_kind(self, kind)
         _set_key(self, key)
@@ -97,8 +98,9 @@ def _interned_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _parse_fact_value(value_json: str) -> dict[str, Any]:
-    # Fact values share a small key vocabulary: one copy of each key, not one per fact,
-    # takes about 40% off the memory of the facts a node holds (10^4 facts: 32 -> 20 MB).
+    # A fact's value, its keys interned. Why: fact values share a small key vocabulary,
+    # and one copy of each key, not one per fact, takes a good part off the memory of the
+    # facts a node holds (docs/performance.md, "Why the code is shaped this way").
     return json.loads(value_json, object_pairs_hook=_interned_keys)
 
 
@@ -153,7 +155,7 @@ class SemanticTier:
     def facts_by_key(self, keys: set[tuple[str, str]], conn: Connection) -> list[FactRow]:
         """Only the facts with these (kind, key): a pass compares what it touched, not
         the whole table. (Plain DB-API, as _write_states: SQLAlchemy's expanding IN and
-        per-row processing were a tenth of an incremental pass.)"""
+        per-row processing were a noticeable share of an incremental pass.)"""
         found: list[FactRow] = []
         by_kind: dict[str, list[str]] = {}
         for kind, key in keys:
@@ -220,7 +222,8 @@ class SemanticTier:
             return self.append_in(conn, new_events)
 
     # Thousands of rows per pass: plain DB-API executemany, without per-row SQLAlchemy
-    # parameter processing (a third of a big pass's time otherwise).
+    # parameter processing (a large share of a big pass's time otherwise:
+    # docs/performance.md, "Why the code is shaped this way").
     def _write_states(self, conn: Connection, states: list[tuple[str, str, str, bool]]) -> None:
         mark = placeholder(conn)
         ident = self.identity_hash

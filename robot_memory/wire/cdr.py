@@ -123,7 +123,7 @@ def read_count(data: bytes, pos: int, least: int = 1) -> tuple[int, int]:
     pos += -pos & 3
     (count,) = unpack_u32(data, pos)
     if count * least > len(data):
-        raise ValueError  # left to rclpy
+        raise ValueError  # past the end: structure_problem refuses it
     return count, pos + 4
 
 

@@ -93,7 +93,7 @@ def fact_array_from_cdr(data: bytes, make_fact: MakeFact) -> FactArray | None:
     None when this reader does not read it (another encoding, bytes that do not parse:
     structure_problem then says whether rclpy may). success_rate and
     recommended_parameters are checked, not kept: value_json holds them."""
-    if data[:4] != PLAIN_LE:  # options set (padding declared): rclpy checks them
+    if data[:4] != PLAIN_LE:  # options set (padding declared): checked, then rclpy reads it
         return None
     try:
         _, pos = read_text(data, BODY + 8)  # header: stamp (not kept), frame_id

@@ -45,8 +45,9 @@ def _deserialized(data: bytes) -> ExecutionResult:
 
 # The fields of a serialized ExecutionResult (wire/execution_result.py): read from the
 # bytes (much cheaper than building the message object); what that reader does not handle
-# (another encoding) goes through rclpy's deserialization. A partial: no Python frame of
-# its own per result.
+# (big-endian CDR, a string or bool rclpy reads otherwise) goes through rclpy's
+# deserialization once its bounds are checked. A partial: no Python frame of its own per
+# result.
 serialized_result_fields = partial(result_cdr.serialized_result_fields, _deserialized)
 
 
@@ -105,11 +106,15 @@ def fact_array_from_serialized(data: bytes, passed_over: PassedOver | None = Non
                                ) -> FactArray:
     """A serialized SemanticFactArray's facts as FactRows: read from the bytes
     (wire/semantic_fact.py), and only what that reader does not handle through rclpy
-    (then told to `passed_over`), which raises for bytes that are not a
-    SemanticFactArray."""
+    (then told to `passed_over`). ValueError for bytes whose fields do not lie within
+    them (never given to rclpy, whose deserializer some such bytes crash); rclpy's
+    error for those it does not deserialize."""
     array = fact_cdr.fact_array_from_cdr(data, fact_row_from_columns)
     if array is not None:
         return array
+    problem = fact_cdr.structure_problem(data)
+    if problem is not None:
+        raise ValueError(f"no SemanticFactArray: {problem}")
     msg = deserialize_message(data, SemanticFactArray)
     if passed_over is not None:
         passed_over("SemanticFactArray", fact_cdr.left_to_rclpy(data))

@@ -9,9 +9,11 @@ too; this one reads the one layout with `struct` straight into the plain data th
 `records.message_fields` makes of a message.
 
 Only what rclpy reads alike is read here (wire/cdr.py: plain little-endian CDR, strings
-of valid UTF-8 without a NUL, bools that are 0 or 1). For anything else, or bytes that
-do not parse, `result_fields_from_cdr` returns None and the caller lets rclpy
-deserialize them, so it is rclpy that says what is wrong. ROS-free.
+of valid UTF-8 without a NUL, bools that are 0 or 1). For anything else
+`result_fields_from_cdr` returns None, and `serialized_result_fields` refuses as
+`malformed` whatever does not lie within its bytes (`structure_problem`), unread by
+rclpy, whose deserializer some such bytes crash; only the rest (big-endian CDR, a string
+or a bool rclpy reads otherwise) goes to rclpy. ROS-free.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from typing import Any
 
 from robot_memory.intake.records import (MAX_KEY, MAX_NOTES, MAX_TEXT, MAX_VALUES,
                                          InvalidRecord, message_fields, pairs_to_dict)
+from robot_memory.wire import cdr, key_value
 from robot_memory.wire.cdr import (BODY, MAX_PADDING, PLAIN_LE_ID, Layout,
-                                   encapsulation_problem, read_text, unpack_f64,
-                                   unpack_i32_u32)
+                                   encapsulation_problem, layouts_by_name, read_text,
+                                   unpack_f64, unpack_i32_u32)
 from robot_memory.wire.key_value import read_pairs
 
 # The fields read below, in this order (test/core/test_wire_layouts.py holds it to
@@ -36,6 +39,7 @@ LAYOUT = Layout("robot_memory/ExecutionResult", (
     ("success", "bool"), ("failure_reason", "string"), ("duration_s", "float64"),
     ("intent_id", "string"), ("notes", "string")))
 LAYOUTS = (LAYOUT,)
+_NESTED = layouts_by_name(*cdr.LAYOUTS, *key_value.LAYOUTS)
 
 
 def _largest_valid_result() -> int:
@@ -81,7 +85,8 @@ def result_fields_from_cdr(data: bytes) -> dict[str, Any] | None:
         notes, pos = read_text(data, pos)
     except (ValueError, StructError, IndexError):  # UnicodeDecodeError is a ValueError
         return None
-    if len(data) - pos > MAX_PADDING:
+    after = len(data) - pos  # padding: at most 3 bytes, at least what the header declares
+    if after > MAX_PADDING or data[3] & 3 > after:
         return None
     return {
         "stamp_ns": sec * 1_000_000_000 + nanosec,
@@ -94,12 +99,19 @@ def result_fields_from_cdr(data: bytes) -> dict[str, Any] | None:
     }
 
 
+def structure_problem(data: bytes) -> str | None:
+    """None when every field of the ExecutionResult `data` lies within its bytes, so that
+    rclpy may be given them (wire/cdr.structure_problem); else what is wrong."""
+    return cdr.structure_problem(data, LAYOUT, _NESTED)
+
+
 def left_to_rclpy(data: bytes) -> str:
     """Why result_fields_from_cdr left these bytes, which the message's own deserializer
     then read, to that deserializer."""
     if data[:2] != PLAIN_LE_ID:
         return encapsulation_problem(data, PLAIN_LE_ID)
-    return "a string with a NUL, a bool neither 0 nor 1, or bytes past the message"
+    return "a string with a NUL inside or none at its end, or not UTF-8; or a bool " \
+           "neither 0 nor 1"
 
 
 def serialized_result_fields(deserialize: Callable[[bytes], Any], data: bytes,
@@ -107,16 +119,23 @@ def serialized_result_fields(deserialize: Callable[[bytes], Any], data: bytes,
                              ) -> dict[str, Any]:
     """The fields of a serialized ExecutionResult, as every reader of one gets them (the
     logger's topics with rclpy's `deserialize`, `import-bag` with rosbags'): read from the
-    bytes here, and only what this reader does not handle (another encoding) through
-    `deserialize` (bytes -> message), which is then told to `passed_over` (message type,
-    why). InvalidRecord, reason `oversized`, for more bytes than any valid result takes
-    (refused unread), and `malformed` for bytes that do not deserialize either."""
+    bytes here, and only what this reader does not handle (big-endian CDR, a string or a
+    bool it leaves to rclpy) through `deserialize` (bytes -> message), which is then told
+    to `passed_over` (message type, why). InvalidRecord, reason `oversized`, for more
+    bytes than any valid result takes (refused unread), and `malformed` for bytes whose
+    fields do not lie within them (refused before `deserialize` sees them) or that do not
+    deserialize either."""
     if len(data) > MAX_RESULT_BYTES:
         raise InvalidRecord("message", "oversized",
                             f"{len(data)} bytes serialized, more than the {MAX_RESULT_BYTES} "
                             "of the largest valid result; not read")
     fields = result_fields_from_cdr(data)
     if fields is None:
+        problem = structure_problem(data)
+        if problem is not None:  # never given to `deserialize`: it may crash on them
+            raise InvalidRecord("message", "malformed",
+                                f"{len(data)} bytes that are no ExecutionResult: {problem}; "
+                                "not read")
         try:
             message = deserialize(data)
         except Exception as exc:  # rclpy's RMWError, rosbags' SerdeError, their next ones

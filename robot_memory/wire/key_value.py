@@ -16,7 +16,7 @@ def read_pairs(data: bytes, pos: int) -> tuple[list[tuple[str, float]], int]:
     pos += -pos & 3
     (count,) = unpack_u32(data, pos)
     if count > len(data):  # every entry takes bytes: a corrupt count, not a long loop
-        raise ValueError  # left to rclpy
+        raise ValueError  # past the end: cdr.structure_problem refuses it
     pos += 4
     pairs = []
     for _ in range(count):
@@ -32,7 +32,7 @@ def skip_pairs(data: bytes, pos: int, count: int) -> int:
     read as read_pairs reads them (a key rclpy would refuse is refused here too) and their
     values skipped."""
     if count > len(data):  # every entry takes bytes: a corrupt count, not a long loop
-        raise ValueError  # left to rclpy
+        raise ValueError  # past the end: cdr.structure_problem refuses it
     for _ in range(count):
         _, pos = read_text(data, pos)
         pos += (-(pos - BODY) & 7) + 8  # a value cut short fails the next read

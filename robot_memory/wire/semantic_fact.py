@@ -12,7 +12,9 @@ a message object that rclpy converts again at every publish (ros/fact_snapshot.p
 which checks these bytes against the RMW's serializer once per process).
 
 Only what rclpy reads alike is read here (wire/cdr.py); for anything else
-`fact_array_from_cdr` returns None and the caller lets rclpy deserialize the bytes.
+`fact_array_from_cdr` returns None, and the caller lets rclpy deserialize the bytes only
+once `structure_problem` has found them within bounds (rclpy's deserializer crashes on
+some that are not), refusing the others.
 What a fact carries of its value besides value_json (success rate, recommended
 parameters) is given by the caller (grounding/served.py decides it). ROS-free.
 """
@@ -25,10 +27,11 @@ from struct import Struct
 from struct import error as StructError
 from typing import Any, Protocol
 
+from robot_memory.wire import cdr, key_value
 from robot_memory.wire.cdr import (BODY, MAX_PADDING, PLAIN_LE, Layout, encapsulation_problem,
-                                   pack_i32_u32, pack_i64, put_padding, put_text, read_count,
-                                   read_distinct_text, read_text, unpack_i32_u32, unpack_i64,
-                                   unpack_two_i64)
+                                   layouts_by_name, pack_i32_u32, pack_i64, put_padding,
+                                   put_text, read_count, read_distinct_text, read_text,
+                                   unpack_i32_u32, unpack_i64, unpack_two_i64)
 from robot_memory.wire.key_value import put_pairs, skip_pairs
 
 # The fields read and written below, in this order (test/core/test_wire_layouts.py holds
@@ -43,6 +46,7 @@ ARRAY_LAYOUT = Layout("robot_memory/SemanticFactArray", (
     ("header", "std_msgs/Header"), ("identity_hash", "string"), ("run_event_id", "int64"),
     ("previous_run_event_id", "int64"), ("facts", "robot_memory/SemanticFact[]")))
 LAYOUTS = (FACT_LAYOUT, ARRAY_LAYOUT)
+_NESTED = layouts_by_name(FACT_LAYOUT, *cdr.LAYOUTS, *key_value.LAYOUTS)
 
 # From the 8-aligned confidence on, the offsets are fixed: confidence, n_observations,
 # has_success_rate, success_rate (skipped: 8-aligned again) and the count of
@@ -86,10 +90,10 @@ class FactArray:
 
 def fact_array_from_cdr(data: bytes, make_fact: MakeFact) -> FactArray | None:
     """The serialized SemanticFactArray `data` as a FactArray of `make_fact`'s rows, or
-    None when rclpy must decode it (another encoding, or bytes that do not parse: rclpy
-    says what is wrong). success_rate and recommended_parameters are checked, not kept:
-    value_json holds them."""
-    if data[:4] != PLAIN_LE:  # options set (padding declared): rclpy checks them
+    None when this reader does not read it (another encoding, bytes that do not parse:
+    structure_problem then says whether rclpy may). success_rate and
+    recommended_parameters are checked, not kept: value_json holds them."""
+    if data[:4] != PLAIN_LE:  # options set (padding declared): checked, then rclpy reads it
         return None
     try:
         _, pos = read_text(data, BODY + 8)  # header: stamp (not kept), frame_id
@@ -128,11 +132,18 @@ def fact_array_from_cdr(data: bytes, make_fact: MakeFact) -> FactArray | None:
     return FactArray(identity_hash, run_event_id, previous_run_event_id, facts)
 
 
+def structure_problem(data: bytes) -> str | None:
+    """None when every field of the SemanticFactArray `data` lies within its bytes, so
+    that rclpy may be given them (wire/cdr.structure_problem); else what is wrong."""
+    return cdr.structure_problem(data, ARRAY_LAYOUT, _NESTED)
+
+
 def left_to_rclpy(data: bytes) -> str:
     """Why fact_array_from_cdr left these bytes, which rclpy then read, to rclpy."""
     if data[:4] != PLAIN_LE:
         return encapsulation_problem(data, PLAIN_LE)
-    return "a string with a NUL, a bool neither 0 nor 1, or bytes past the message"
+    return "a string with a NUL inside or none at its end, or not UTF-8; or a bool " \
+           "neither 0 nor 1"
 
 
 def fact_element(fact: PublishedFact, success_rate: float | None,

@@ -1,8 +1,11 @@
 """The grounding server reads a pass's facts delta from its serialized bytes
 (robot_memory.wire.semantic_fact): for any message, the facts are exactly those rclpy's
-deserialization gives, and bytes it does not read are left to rclpy."""
+deserialization gives; bytes it does not read are left to rclpy when their fields lie
+within them, and refused, unseen by rclpy, when not (test_cdr_crashes.py: why)."""
 
 import struct
+
+import pytest
 
 from builtin_interfaces.msg import Time
 from hypothesis import given, settings
@@ -11,6 +14,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 
 from robot_memory.msg import KeyValue, SemanticFact, SemanticFactArray
 from robot_memory.bags.reading import make_typestore
+from robot_memory.ros import conversions
 from robot_memory.ros.conversions import fact_array_from_serialized, fact_from_msg
 from robot_memory.store import fact_row_from_columns
 from robot_memory.wire.semantic_fact import fact_array_from_cdr
@@ -83,6 +87,23 @@ def test_cut_or_changed_bytes_are_read_as_rclpy_reads_them_or_left_to_it():
         if array is None:
             continue  # left to rclpy, which decodes or refuses it
         assert _as_read_here(array) == _as_rclpy_reads(variant), variant
+
+
+def test_out_of_bounds_bytes_are_refused_and_never_deserialized(monkeypatch):
+    fact = SemanticFact(fact_id=3, kind="skill_success_rate", key="k", status="active",
+                        recommended_parameters=[KeyValue(key="force_n", value=25.0)])
+    data = serialize_message(_array([fact, fact]))
+
+    def deserialize(*_):
+        raise AssertionError("given to rclpy")
+    monkeypatch.setattr(conversions, "deserialize_message", deserialize)
+    cases = {data[:len(data) // 2]: "facts[0]", b"\x00\x01\x00\x02": "header.stamp.sec",
+             data + bytes(8): "8 bytes after the message",
+             b"\x00\x06" + data[2:]: "unsupported encapsulation 0x0006"}
+    for bad, why in cases.items():
+        with pytest.raises(ValueError, match="^no SemanticFactArray: ") as refused:
+            fact_array_from_serialized(bad)
+        assert why in str(refused.value)
 
 
 def test_another_encoding_is_left_to_rclpy():

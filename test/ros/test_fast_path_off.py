@@ -2,15 +2,17 @@
 wire/) says so once in its log and keeps it as a key on /diagnostics; the result is
 stored all the same."""
 
+import struct
+
 from robot_memory.event_kinds import EXECUTION_RESULT
-from robot_memory.msg import ExecutionResult
+from robot_memory.msg import ExecutionResult, KeyValue
 from rclpy.serialization import serialize_message
 from robot_memory.store import MemoryStore
 
 from ros.conftest import stack_log, wait_until
 
 KEY = "fast_path_off.ExecutionResult"
-WHY = "a string with a NUL, a bool neither 0 nor 1, or bytes past the message"
+WHY = "a string with a NUL inside or none at its end, or not UTF-8; or a bool neither 0 nor 1"
 
 
 def test_a_result_rclpy_has_to_read_is_said_once_and_stored(probe, start_stack,
@@ -23,10 +25,13 @@ def test_a_result_rclpy_has_to_read_is_said_once_and_stored(probe, start_stack,
     wait_until(lambda: (probe.diagnostics.get("episodic_logger") or {}).get("written") == "1",
                20, "the first result written")
     assert KEY not in probe.diagnostics["episodic_logger"]
-    for i in range(2):  # bytes past the message: rclpy reads them, this reader does not
-        data = serialize_message(ExecutionResult(skill_id="manipulation.grasp",
-                                                 intent_id=f"read by rclpy {i}"))
-        probe.results.publish(data + bytes(8))
+    for i in range(2):  # a bool of 2: rclpy reads it (as true), this reader does not
+        data = serialize_message(ExecutionResult(
+            skill_id="manipulation.grasp", success=True, intent_id=f"read by rclpy {i}",
+            parameters=[KeyValue(key="force_n", value=25.0)]))
+        # after the parameter's value and the empty observations' count
+        bool_at = data.index(struct.pack("<d", 25.0) + bytes(4) + b"\x01") + 12
+        probe.results.publish(data[:bool_at] + b"\x02" + data[bool_at + 1:])
     wait_until(lambda: (d := probe.diagnostics.get("episodic_logger")) and
                d.get(KEY) == f"{WHY} (2 times)" and d.get("written") == "3", 20,
                lambda: f"{KEY} and 3 written on /diagnostics: {probe.diagnostics}")

@@ -25,6 +25,7 @@ from robot_memory.srv import ExplainFact, GroundingQuery, Override, RecordEvent
 from robot_memory.store import MemoryStore
 
 from ros.conftest import wait_until
+from ros.test_cdr_crashes import CRASHING
 
 MB = 1024 * 1024
 BIG_NOTES = "x" * 1_600_000  # serialized: about 1.6 MB, 30x the largest valid result
@@ -119,6 +120,34 @@ def test_malformed_samples_cost_only_themselves(probe, start_stack, certified_ha
     diag = wait_until(all_counted, 30, lambda: f"{sent} counted: {logger_counts(probe)}")
     assert int(diag["rejected.malformed"]) > 100
     assert diag["lost_total"] == "0"
+
+
+def test_bytes_that_crash_rclpys_deserializer_cost_only_themselves(probe, start_stack,
+                                                                   certified_hash, db_url):
+    """Samples that end a process in rclpy's deserializer (test_cdr_crashes.py), published
+    raw on the results topic among valid results: refused as malformed, unread by rclpy;
+    the logger stays up, and stores the results sent before and after them."""
+    stack = start_stack()
+    probe.wait_identity()
+    probe.wait_logger()
+    logger = stack.process_of("episodic_logger")
+    sent = []
+    for round_ in range(2):
+        for i in range(3):
+            probe.publish_result(stamp_s=10 + 10 * round_ + i, intent_id=f"valid-{round_}-{i}")
+            sent.append(f"valid-{round_}-{i}")
+        for data in CRASHING.values():
+            probe.results.publish(data)
+    probe.publish_result(stamp_s=30, intent_id="after")
+    sent.append("after")
+    part = MemoryStore(db_url).partition(certified_hash)
+    wait_until(lambda: [e.payload["intent_id"] for e in part.events([EXECUTION_RESULT])]
+               == sent, 30, lambda: f"the {len(sent)} valid results stored in order")
+    wait_count(probe, "rejected.malformed", 2 * len(CRASHING))
+    assert logger_counts(probe)["lost_total"] == "0"
+    assert logger.poll() is None and stack.process_of("episodic_logger") is logger
+    assert "header.stamp.sec: its int32 at byte 4, past the end (4)" in \
+        stack.log_path.read_text(errors="replace")
 
 
 def test_a_result_stamped_years_ahead_is_stored_at_its_receipt_and_counted(
@@ -327,8 +356,8 @@ def test_a_burst_while_the_writer_stalls_waits_in_the_reader_and_is_all_stored(
 def test_a_malformed_facts_delta_is_counted_and_the_index_keeps_following_passes(
         probe, start_stack):
     """facts_delta is read from its bytes: a sample that is no SemanticFactArray (another
-    node's bug, a hostile publisher) is refused and counted, and the deltas of the real
-    passes keep reaching the index."""
+    node's bug, a hostile publisher; bytes that crash rclpy's deserializer among them) is
+    refused and counted, and the deltas of the real passes keep reaching the index."""
     start_stack(period_s=0.3)
     probe.wait_identity()
     probe.wait_logger()
@@ -347,10 +376,14 @@ def test_a_malformed_facts_delta_is_counted_and_the_index_keeps_following_passes
     assert wait_for_subscriber(hostile, 20)
     probe.publish_result(stamp_s=20)
     real = wait_until(lambda: deltas and deltas[-1], 20, "a real delta's bytes")
-    for cut in (5, 40, len(real) // 2, len(real) - 9):
-        hostile.publish(real[:cut])
+    refused = [real[:cut] for cut in (5, 40, len(real) // 2, len(real) - 9)]
+    refused += CRASHING.values()  # bytes that end a process in rclpy's deserializer
+    for data in refused:  # paced: the reader keeps the last 10 (FACTS_DELTA_QOS)
+        hostile.publish(data)
+        time.sleep(0.05)
     wait_until(lambda: probe.diagnostics.get("grounding_server", {}).get(
-        "refused_deltas") == "4", 20, "the 4 cut deltas refused and counted")
+        "refused_deltas") == str(len(refused)), 20,
+        f"the {len(refused)} cut or crashing deltas refused and counted")
     for i in range(3):
         probe.publish_result(stamp_s=30 + i)
     wait_until(lambda: served_n() == 10, 30, "the next passes' facts served")

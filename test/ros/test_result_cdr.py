@@ -1,6 +1,7 @@
 """The logger reads results from their serialized bytes (robot_memory.wire.execution_result): for
 any message, the fields are exactly those of the message rclpy deserializes from the
-same bytes, and bytes it does not read are left to rclpy."""
+same bytes; bytes it does not read are left to rclpy when their fields lie within them,
+and refused as malformed, unseen by rclpy, when not (test_cdr_crashes.py: why)."""
 
 import math
 import struct
@@ -12,7 +13,9 @@ from rclpy.serialization import deserialize_message, serialize_message
 
 from robot_memory.msg import ExecutionResult, KeyValue
 from robot_memory.intake.records import InvalidRecord, message_fields
-from robot_memory.wire.execution_result import MAX_RESULT_BYTES, result_fields_from_cdr
+from robot_memory.wire import execution_result as result_cdr
+from robot_memory.wire.execution_result import (MAX_RESULT_BYTES, result_fields_from_cdr,
+                                                structure_problem)
 from robot_memory.ros.conversions import result_reader, serialized_result_fields
 from robot_memory.bags.reading import make_typestore
 
@@ -60,6 +63,7 @@ def _outcome(read, data):
 def test_fields_read_from_the_bytes_equal_those_of_the_deserialized_message(d):
     data = serialize_message(_message(d))
     assert data[:2] == b"\x00\x01"  # plain little-endian CDR: read here, not by rclpy
+    assert structure_problem(data) is None  # and rclpy may read every message it writes
     expected = _outcome(lambda b: message_fields(deserialize_message(b, ExecutionResult)), data)
     assert _outcome(result_fields_from_cdr, data) == expected
 
@@ -94,11 +98,46 @@ def test_bytes_it_does_not_read_are_left_to_rclpy():
     key_at = data.index(b"force_n")
     assert result_fields_from_cdr(data[:key_at] + b"\xff" + data[key_at + 1:]) is None
     assert result_fields_from_cdr(data + bytes(8)) is None
+    # Padding the header declares but the bytes after the message do not hold.
+    padded = data + bytes(-len(data) & 3)
+    assert result_fields_from_cdr(padded[:3] + bytes([len(padded) - len(data)]) + padded[4:])
+    assert result_fields_from_cdr(padded[:3] + b"\x03" + padded[4:] + bytes(4)) is None
     assert result_fields_from_cdr(data) == message_fields(msg)
-    # The conversion the logger uses then lets rclpy decide: it reads the other encoding.
+    # The conversion the logger uses refuses what lies past the bytes, unread by rclpy.
     assert serialized_result_fields(data) == message_fields(msg)
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidRecord) as refused:
         serialized_result_fields(data[:len(data) // 2])
+    assert refused.value.reason == "malformed"
+    assert refused.value.detail.startswith(f"{len(data) // 2} bytes that are no "
+                                           "ExecutionResult: ")
+
+
+def test_out_of_bounds_bytes_are_refused_with_where_and_never_deserialized():
+    msg = ExecutionResult(skill_id="manipulation.grasp", notes="n")
+    msg.parameters = [KeyValue(key="force_n", value=25.0)]
+    data = serialize_message(msg)
+    count_at = data.index(b"\x08\x00\x00\x00force_n") - 4
+    cases = {
+        data[:3]: "3 bytes, fewer than the 4 of an encapsulation header",
+        b"\x00\x01\x00\x02": "header.stamp.sec: its int32 at byte 4, past the end (4)",
+        b"\x00\x07" + data[2:]: "unsupported encapsulation 0x0007 (read: plain CDR, 0x0000 "
+                                "big-endian or 0x0001 little-endian)",
+        b"\x01\x00" + data[2:]: "unsupported encapsulation 0x0100",
+        data[:-1]: "notes: a string of 2 bytes at byte",
+        data[:count_at] + struct.pack("<I", 2**31) + data[count_at + 4:]:
+            "parameters: 2147483648 elements in the",
+        data + bytes(8): "8 bytes after the message's",
+        data[:3] + b"\x02" + data[4:]: "the header declares 2 bytes of padding, 0 follow",
+    }
+
+    def deserialize(_data):
+        raise AssertionError("given to the deserializer")
+    for bad, why in cases.items():
+        assert why in structure_problem(bad)
+        with pytest.raises(InvalidRecord) as refused:
+            result_cdr.serialized_result_fields(deserialize, bad)
+        assert refused.value.reason == "malformed" and why in refused.value.detail
+        assert refused.value.detail.endswith("; not read")
 
 
 _VALID = serialize_message(_message({
@@ -120,6 +159,23 @@ def _broken(draw):
     for at in draw(st.lists(st.integers(0, len(data) * 8 - 1), min_size=1, max_size=8)):
         data[at // 8] ^= 1 << (at % 8)
     return bytes(data)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=_broken() | st.binary(min_size=4, max_size=4).map(lambda b: b"\x00" + b[1:]))
+def test_only_bytes_within_bounds_reach_the_deserializer(data):
+    """Whatever a sample holds, the deserializer (rclpy's, which some bytes crash) is
+    given it only when every field lies within its bytes (here: a stand-in for it)."""
+    given_to_it = []
+
+    def deserialize(data):
+        given_to_it.append(data)
+        raise ValueError("a stand-in")
+    try:
+        result_cdr.serialized_result_fields(deserialize, data)
+    except InvalidRecord:
+        pass
+    assert not given_to_it or structure_problem(data) is None
 
 
 @settings(max_examples=400, deadline=None)
@@ -154,8 +210,8 @@ def test_more_bytes_than_any_valid_result_are_refused_unread():
 
 def test_a_result_rclpy_has_to_read_is_told_once_with_why():
     """What this reader leaves to rclpy and rclpy reads is told to the node (which says
-    so once, ros/diagnostics.py): a big-endian result, as rosbags writes one, and bytes
-    past the message."""
+    so once, ros/diagnostics.py): a big-endian result, as rosbags writes one, and a bool
+    neither 0 nor 1. Bytes past the message are refused: nothing told."""
     msg = _message({"sec": 1, "nanosec": 2, "frame_id": "", "skill_id": "s",
                     "target_class": "cup", "environment": "", "zone": "",
                     "parameters": [("force_n", 25.0)], "observations": [], "success": True,
@@ -170,9 +226,11 @@ def test_a_result_rclpy_has_to_read_is_told_once_with_why():
     assert read(big_endian) == message_fields(msg)
     assert told == [("ExecutionResult", "encapsulation header 00 00 00 00, not 00 01 "
                      "(plain little-endian CDR)")]
-    assert read(data + bytes(8)) == message_fields(msg)
-    assert told[1] == ("ExecutionResult", "a string with a NUL, a bool neither 0 nor 1, "
-                       "or bytes past the message")
-    with pytest.raises(InvalidRecord):  # neither reads it: refused, nothing told
-        read(data[:len(data) // 2])
+    bool_at = data.index(struct.pack("<d", 25.0) + bytes(4) + b"\x01") + 12
+    assert read(data[:bool_at] + b"\x02" + data[bool_at + 1:]) == message_fields(msg)
+    assert told[1] == ("ExecutionResult", "a string with a NUL inside or none at its end, "
+                       "or not UTF-8; or a bool neither 0 nor 1")
+    for refused in (data[:len(data) // 2], data + bytes(8)):  # refused, nothing told
+        with pytest.raises(InvalidRecord):
+            read(refused)
     assert len(told) == 2

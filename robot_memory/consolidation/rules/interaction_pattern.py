@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, Partials, RenderedFact,
+from robot_memory.consolidation.rules.base import (Partials, RenderedFact,
                                                    RulesConfig, fact_key, max_support,
                                                    promoted_status, r6)
 from robot_memory.consolidation.rules.outcomes import add_counts
@@ -85,10 +85,11 @@ class InteractionPattern:
                 "safety_relevant": safety,
                 "failure_parameters": {name: band_with_n(bag)
                                        for name, bag in sorted(entry["parameters"].items())},
-                "confidence": confidence, "rule_version": RULE_VERSION,
+                "confidence": confidence, "rule_version": config.rule_version,
             }
             facts.append(RenderedFact(self.kind,
                                       fact_key(state["skill_id"], state["target_class"], reason),
                                       value, promoted_status(count, config), confidence, count,
-                                      entry["last_event_id"], entry["last_stamp_ns"]))
+                                      entry["last_event_id"], entry["last_stamp_ns"],
+                                      rule_version=config.rule_version))
         return facts

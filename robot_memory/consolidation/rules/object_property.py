@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, OneFactPerGroup, Partials,
+from robot_memory.consolidation.rules.base import (OneFactPerGroup, Partials,
                                                    RenderedFact, RulesConfig, fact_key,
                                                    max_support, promoted_status, r6)
 from robot_memory.consolidation.stats import band, exact_mean, multiset_merge
@@ -61,6 +61,7 @@ class ObjectProperty(OneFactPerGroup):
         confidence = property_confidence(n, spread)
         value = {"target_class": state["target_class"], "property": state["property"], "n": n,
                  "mean": exact_mean(state["values"]), "band": spread,
-                 "confidence": confidence, "rule_version": RULE_VERSION}
+                 "confidence": confidence, "rule_version": config.rule_version}
         return [RenderedFact(self.kind, key, value, promoted_status(n, config), confidence, n,
-                             state["last_event_id"], state["last_stamp_ns"])]
+                             state["last_event_id"], state["last_stamp_ns"],
+                             rule_version=config.rule_version)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTED, OneFactPerGroup,
+from robot_memory.consolidation.rules.base import (STATUS_CONTESTED, OneFactPerGroup,
                                                    Partials, RenderedFact, RulesConfig, count_into,
                                                    fact_key, max_support, promoted_status, r6)
 from robot_memory.consolidation.rules.outcomes import (merge_outcomes, note_outcome_row,
@@ -66,7 +66,7 @@ class ZoneRisk(OneFactPerGroup):
                  "failure_reasons": dict(sorted(state["failure_reasons"].items())),
                  "most_common_failure": most_common(state["failure_reasons"]),
                  "contradiction_test": conflict, "confidence": confidence,
-                 "rule_version": RULE_VERSION}
+                 "rule_version": config.rule_version}
         status = STATUS_CONTESTED if conflict["contested"] else promoted_status(n, config)
         return [RenderedFact(self.kind, key, value, status, confidence, n, state["last_event_id"],
-                             state["last_stamp_ns"], conflict)]
+                             state["last_stamp_ns"], conflict, config.rule_version)]

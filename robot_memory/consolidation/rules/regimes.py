@@ -1,0 +1,163 @@
+"""Regimes of a rate over an event-time timeline (rules v2.0): where the success rate of
+one parameter band changed, found by a deterministic two-sided CUSUM over the band's
+buckets in ascending order (docs/consolidation.md#regimes).
+
+Everything here reads a stored timeline (rules/timeline.py layout; columns successes,
+failures, safety failures), so a regime is a function of the multiset of events: the same
+under any order of arrival and any cut into passes. The statistics are worked out from
+integer counts in one fixed order, so equal timelines give equal floats.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from operator import mul
+from typing import Any
+
+from robot_memory.consolidation.rules.base import RulesConfig, r6
+from robot_memory.consolidation.rules.outcomes import FAILURE, SAFETY_FAILURE, SUCCESS
+from robot_memory.consolidation.rules.timeline import _keys, _weights
+
+DOWN, UP = "down", "up"
+
+
+@dataclass
+class Series:
+    """A timeline as ascending buckets with their counts. `keys[0]` is None when the
+    timeline holds folded ('ancient') counts: they come before every kept bucket."""
+
+    keys: list[int | None]
+    successes: list[int]
+    failures: list[int]  # ordinary failures
+    safety: list[int]  # safety-relevant failures
+
+    @classmethod
+    def of(cls, timeline: dict[str, Any]) -> Series:
+        keys: list[int | None] = list(_keys(timeline["first"], timeline["gaps"]))
+        size = len(keys)
+        columns = [column or [0] * size for column in timeline["columns"]]
+        ancient = timeline["ancient"]
+        if any(ancient):
+            keys.insert(0, None)
+            columns = [[old, *column] for old, column in zip(ancient, columns)]
+        return cls(keys, columns[SUCCESS], columns[FAILURE], columns[SAFETY_FAILURE])
+
+
+@dataclass
+class Detection:
+    """The CUSUM of one band: its confirmed boundaries (bucket, test), and where its
+    statistics stand after its newest bucket."""
+
+    boundaries: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    statistic: float = 0.0  # the larger of the two one-sided statistics, now
+    direction: str = DOWN
+    newest: int | None = None  # the band's newest bucket
+
+
+def detect(series: Series, config: RulesConfig) -> Detection:
+    """Two-sided Bernoulli CUSUM on the success rate, one step per bucket, against the
+    regime's rate so far (successes / observations, integers, since the regime began).
+
+    Per bucket of n observations and s successes, with reference rate p0, drift k and
+    threshold h: down += n (p0 - k) - s, up += s - n (p0 + k), each floored at 0, and
+    each step capped at h / 2, so a single bucket (an hour of failures) can make a change
+    suspected but never confirm it alone. A bucket is tested once the regime holds
+    contest_min_observations observations. When a statistic reaches h, a change is
+    confirmed: the new regime starts at the bucket where that excursion began (it holds
+    the buckets from there on) and both statistics restart from 0."""
+    k, h = config.change_drift, config.change_threshold
+    cap = h / 2
+    least = config.contest_min_observations
+    found = Detection()
+    regime_s = regime_n = 0
+    down = up = 0.0
+    down_from = up_from = 0  # index where the running excursion began
+    keys = series.keys
+    successes, failures, safety = series.successes, series.failures, series.safety
+    for i, key in enumerate(keys):
+        s = successes[i]
+        n = s + failures[i] + safety[i]
+        if n == 0:
+            continue
+        if regime_n >= least and key is not None:
+            p0 = regime_s / regime_n
+            step = n * (p0 - k) - s
+            step = cap if step > cap else step
+            if down + step > 0.0:
+                if down == 0.0:
+                    down_from = i
+                down += step
+            else:
+                down = 0.0
+            step = s - n * (p0 + k)
+            step = cap if step > cap else step
+            if up + step > 0.0:
+                if up == 0.0:
+                    up_from = i
+                up += step
+            else:
+                up = 0.0
+            if down >= h or up >= h:
+                direction, start, statistic = (DOWN, down_from, down) if down >= up \
+                    else (UP, up_from, up)
+                found.boundaries.append((keys[start], {
+                    "statistic": r6(statistic), "threshold": h, "drift": k,
+                    "direction": direction, "reference_rate": r6(p0),
+                    "confirmed_bucket": key}))
+                regime_s = sum(successes[start:i + 1])
+                regime_n = regime_s + sum(failures[start:i + 1]) + sum(safety[start:i + 1])
+                down = up = 0.0
+                continue
+        regime_s += s
+        regime_n += n
+    found.statistic, found.direction = (down, DOWN) if down >= up else (up, UP)
+    found.newest = keys[-1] if keys else None
+    return found
+
+
+def regime_counts(series: Series, since: int | None) -> tuple[int, int, int]:
+    """Raw (successes, ordinary failures, safety failures) in buckets >= since (all, when
+    since is None; folded counts only then)."""
+    start = _first_at(series.keys, since)
+    return (sum(series.successes[start:]), sum(series.failures[start:]),
+            sum(series.safety[start:]))
+
+
+def counts_between(series: Series, since: int | None, until: int) -> tuple[int, int]:
+    """Raw (observations, successes) in buckets since <= bucket < until (from the start,
+    folded counts included, when since is None)."""
+    start, end = _first_at(series.keys, since), _first_at(series.keys, until)
+    s = sum(series.successes[start:end])
+    return s + sum(series.failures[start:end]) + sum(series.safety[start:end]), s
+
+
+def weighted_counts(series: Series, since: int | None, newest: int,
+                    config: RulesConfig) -> tuple[float, float]:
+    """Decay-weighted (observations, successes) in buckets >= since: each bucket weighs
+    2^(-age / half-life), age from the key's newest bucket `newest` (safety failures with
+    safety_half_life_s). fsum over integer counts times fixed weights: order-free."""
+    start = _first_at(series.keys, since)
+    keys = series.keys[start:]
+    if not keys:
+        return 0.0, 0.0
+    # Folded counts are older than every kept bucket: weighed as the horizon's age.
+    horizon = config.horizon_buckets()
+    ages = [horizon if key is None else newest - key for key in keys]
+    width = config.time_bucket_s
+    weights = _weights(width, config.half_life_s, ages)
+    safety_weights = _weights(width, config.safety_half_life_s, ages)
+    successes = math.fsum(map(mul, series.successes[start:], weights))
+    failures = math.fsum(map(mul, series.failures[start:], weights))
+    safety = math.fsum(map(mul, series.safety[start:], safety_weights))
+    return successes + failures + safety, successes
+
+
+def _first_at(keys: list[int | None], since: int | None) -> int:
+    """Index of the first bucket >= since (0 when since is None)."""
+    if since is None:
+        return 0
+    for i, key in enumerate(keys):
+        if key is not None and key >= since:
+            return i
+    return len(keys)

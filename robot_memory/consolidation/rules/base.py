@@ -164,6 +164,9 @@ class Rule(Protocol):
     contract in full, with a worked example."""
 
     kind: str
+    # True: the rule reads ValueBatch.bucketed_parameters, which a pass then asks the
+    # store for (a little more to read); False: ValueBatch.parameters is enough.
+    parameter_buckets: bool
 
     def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         """Add one GROUP BY row of outcomes (an OutcomeRow of Partition.result_aggregates)

@@ -16,6 +16,7 @@ from robot_memory.consolidation.stats import band_with_n, multiset_merge, wilson
 
 class InteractionPattern:
     kind = "interaction_pattern"
+    parameter_buckets = False  # reads ValueBatch.parameters (not per bucket)
 
     def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
         return [fact_key(state["skill_id"], state["target_class"], reason)

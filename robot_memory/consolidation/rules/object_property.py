@@ -24,6 +24,7 @@ def property_confidence(n: int, spread: dict[str, float]) -> float:
 
 class ObjectProperty(OneFactPerGroup):
     kind = "object_property"
+    parameter_buckets = False  # reads no parameters
 
     def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         if row.invalid_reason is not None:

@@ -16,6 +16,7 @@ from robot_memory.consolidation.stats import (band_with_n, most_common, multiset
 
 class SkillSuccessRate(OneFactPerGroup):
     kind = "skill_success_rate"
+    parameter_buckets = False  # reads ValueBatch.parameters (not per bucket)
 
     def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})

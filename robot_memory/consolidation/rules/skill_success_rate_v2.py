@@ -26,7 +26,7 @@ from robot_memory.consolidation.rules.regimes import (Series, counts_between, de
                                                       regime_counts, weighted_counts)
 from robot_memory.consolidation.rules.timeline import COLUMN_BITS, timeline_merge
 from robot_memory.consolidation.stats import (most_common, multiset_merge, shrunk_rate,
-                                              wilson_confidence, wilson_interval)
+                                              wilson_interval)
 from robot_memory.store import OutcomeRow, ValueBatch
 
 # The band of a result that carries no parameter at all, when none of the key's results
@@ -107,12 +107,22 @@ class SkillSuccessRateV2(OneFactPerGroup):
         max_support(state, partial)
 
     def render(self, key: str, state: dict[str, Any], config: RulesConfig) -> list[RenderedFact]:
-        value, status, n = render_value(state, config)
-        return [RenderedFact(self.kind, key, value, status, value["confidence"], n,
+        value, status = render_value(state, config)
+        # n_observations: every result behind the fact (value["n"] is the recommended
+        # band's in the current regime).
+        return [RenderedFact(self.kind, key, value, status, value["confidence"], state["n"],
                              state["last_event_id"], state["last_stamp_ns"],
                              {"regime": value["regime"],
                               "change_suspected": value["change_suspected"]},
                              config.rule_version)]
+
+
+def _wilson(successes: float, n: float) -> tuple[float, float]:
+    """The 95% Wilson interval of decay-weighted counts; (0, 1) when the weight is nil or
+    too small to square (evidence far older than the key's newest: its weight underflows)."""
+    if n * n == 0.0:
+        return 0.0, 1.0
+    return wilson_interval(successes, n)
 
 
 def _bands_of(state: dict[str, Any]) -> dict[str, dict[str, Series]]:
@@ -128,9 +138,8 @@ def _band_order(band: str) -> tuple[float, str]:
     return (float(band) if band else float("-inf"), band)
 
 
-def render_value(state: dict[str, Any], config: RulesConfig
-                 ) -> tuple[dict[str, Any], str, int]:
-    """(value, status, n) of a v2 skill fact."""
+def render_value(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, Any], str]:
+    """(value, status) of a v2 skill fact."""
     k_series = Series.of(state["timeline"])
     newest = k_series.keys[-1] if k_series.keys and k_series.keys[-1] is not None else 0
     bands = _bands_of(state)
@@ -166,7 +175,7 @@ def render_value(state: dict[str, Any], config: RulesConfig
             if s + f + sf == 0:
                 continue
             w_n, w_s = weighted_counts(series, since, newest, config)
-            lcb = wilson_interval(w_s, w_n)[0] if w_n > 0 else 0.0
+            lcb = _wilson(w_s, w_n)[0]
             row = {"band": band, "n": s + f + sf, "successes": s, "weighted_n": r6(w_n),
                    "weighted_successes": r6(w_s), "rate": r6(w_s / w_n) if w_n else 0.0,
                    "lcb": r6(lcb)}
@@ -180,7 +189,8 @@ def render_value(state: dict[str, Any], config: RulesConfig
             recommended[name] = best
     top = _top(recommended, evidence, k_series, since, newest, config)
     n, successes, w_n, w_s = top
-    confidence = wilson_confidence(w_s, w_n)
+    low, high = _wilson(w_s, w_n)
+    confidence = r6(1.0 - (high - low))
     suspected = None
     if suspects:
         _, name, band, found = min(suspects, key=lambda s: (s[0], s[1], _band_order(s[2])))
@@ -221,7 +231,7 @@ def render_value(state: dict[str, Any], config: RulesConfig
         status = STATUS_CONTESTED  # after a change, until what works now is known
     else:
         status = promoted_status(n, config)
-    return value, status, n
+    return value, status
 
 
 def _top(recommended: dict[str, tuple[dict[str, Any], float, float]],

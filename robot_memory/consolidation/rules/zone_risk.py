@@ -15,6 +15,7 @@ from robot_memory.consolidation.stats import most_common
 
 class ZoneRisk(OneFactPerGroup):
     kind = "zone_risk"
+    parameter_buckets = False  # reads no parameters
 
     def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})

@@ -85,11 +85,13 @@ class PassReport:
         # A rule skips what it cannot use (an event with no observations gives no
         # object_property fact): counted per rule and reason, not events left unread.
         skips = ", ".join(f"{reason} {n}" for reason, n in sorted(self.skipped.items()))
+        upgrade = (f" [rules {self.rule_version}; {self.upgrade_available} is configured: "
+                   "an upgrade is available]" if self.upgrade_available else "")
         return (f"consolidation pass: read {self.events_read} events (seq {self.first_seq}.."
                 f"{self.last_seq}), applied {self.overrides_applied} overrides, touched "
                 f"{self.facts_touched} facts, not used by a rule: {skips or 'none'}, "
                 f"conflicts {len(self.conflicts)}, took {self.duration_s * 1000:.1f} ms"
-                f"{frozen}")
+                f"{frozen}{upgrade}")
 
     def outcome(self) -> str:
         """What happened, worded for the mode that was asked for and what came of it."""

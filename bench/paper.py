@@ -251,7 +251,7 @@ def calibrated_rates(seed: int, memory: SeedMemory, workdir: Path, prior_mean: f
     _append_results(partition, [_result(SKILL, name, ok) for name, outcomes
                                 in memory.holdout.items() for ok in outcomes])
     consolidation_pass(partition, RulesConfig(prior_mean=prior_mean, prior_weight=prior_weight,
-                                             rule_version=PAPER_RULE_VERSION))
+                                              rule_version=PAPER_RULE_VERSION))
     return {f.value["target_class"]: f.value["shrunk_rate"] for f in partition.facts()
             if f.kind == "skill_success_rate"}
 

@@ -1,7 +1,7 @@
-"""TEST ORACLE ONLY: the rules v1 (and v2.0's skill rule) written one record at a time, as they were before the
-set-based pass. The reference engine (oracle_consolidation.py) folds every record
-through these and renders with the package's rules; the equivalence tests require its
-states and facts to be the bytes the set-based pass gives. An independent second
+"""TEST ORACLE ONLY: the rules v1 (and v2.0's skill rule) written one record at a time, as
+they were before the set-based pass. The reference engine (oracle_consolidation.py) folds
+every record through these and renders with the package's rules; the equivalence tests
+require its states and facts to be the bytes the set-based pass gives. An independent second
 writing of each rule's adding up: the package writes it once, set-based.
 
 Each per-record rule has `extract(record)` -> [(group, item)] (raising SkipRecord for a

@@ -251,6 +251,7 @@ def schema_of(kind: str, value: Any) -> type[_FactValue] | None:
         return SCHEMAS_V2.get(kind)
     return SCHEMAS.get(kind)
 
+
 # What an operator fact must give, by kind (zone_risk: also the field its scope names).
 REQUIRED: dict[str, tuple[str, ...]] = {
     kind: tuple(name for name, info in schema.model_fields.items() if info.is_required())

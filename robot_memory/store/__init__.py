@@ -33,7 +33,8 @@ from robot_memory.store.tier_digest import (DIGEST_BITS, FACTS_TABLE, RUN_DIGEST
                                             fact_row_hash, fact_rows, newest_run_digest,
                                             state_row_hash, state_rows, stored_tier_digest)
 
-__all__ = ["BucketedParameterCount", "DIGEST_BITS", "FACTS_TABLE", "GENESIS_HASH", "RUN_DIGEST_KEY", "STATES_TABLE",
+__all__ = ["BucketedParameterCount",
+           "DIGEST_BITS", "FACTS_TABLE", "GENESIS_HASH", "RUN_DIGEST_KEY", "STATES_TABLE",
            "RecordedDigest", "TierDigest", "TierReport", "check_tier", "compare_tier",
            "fact_row_hash", "fact_rows", "newest_run_digest", "state_row_hash", "state_rows",
            "stored_tier_digest", "ChainReport", "Compaction", "ConcurrentPass", "FactRow",

@@ -229,8 +229,8 @@ def render_value(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, 
         status = STATUS_CONTESTED
     elif since is not None and (not recommended or n < config.promotion_min_observations):
         status = STATUS_CONTESTED  # after a change, until what works now is known
-    else:
-        status = promoted_status(n, config)
+    else:  # the usual promotion, on every observation of the current regime
+        status = promoted_status(sum(regime_counts(k_series, since)), config)
     return value, status
 
 

@@ -122,7 +122,8 @@ class ObservationCount(NamedTuple):
 class ValueBatch:
     """Some of a range's parameters and observations, aggregated (value x count). With
     parameter_buckets asked for, the parameters also per event-time bucket
-    (bucketed_parameters; `parameters` then holds the same counts summed over buckets)."""
+    (bucketed_parameters; `parameters` then holds the same rows without their bucket: a
+    group in several rows, to be added up)."""
 
     parameters: list[ParameterCount]
     observations: list[ObservationCount]
@@ -302,9 +303,8 @@ class ResultAggregation:
             # key-space pass makes 10^5 of these rows.
             for source, rows in grouped_values():
                 batch = ValueBatch([], [])
-                if source == BUCKETED:
-                    summed: dict[tuple, int] = {}
-                    bucketed = batch.bucketed_parameters
+                if source == BUCKETED:  # and each row again without its bucket
+                    bucketed, parameters = batch.bucketed_parameters, batch.parameters
                     for combo_id, bucket, name, value, count in rows:
                         combo = combos.get(combo_id)
                         if combo is not None:  # None: another identity's
@@ -313,10 +313,9 @@ class ResultAggregation:
                             bucketed.append(bucketed_row((
                                 skill, target, environment, success, reason, name, value,
                                 buckets.setdefault(bucket, bucket), count)))
-                            at = (skill, target, environment, success, reason, name, value)
-                            summed[at] = summed.get(at, 0) + count
-                    batch.parameters = [parameter_row((*at, count))
-                                        for at, count in summed.items()]
+                            parameters.append(parameter_row((
+                                skill, target, environment, success, reason, name, value,
+                                count)))
                 elif source == PARAMETER:
                     parameters = batch.parameters
                     for combo_id, name, value, count in rows:

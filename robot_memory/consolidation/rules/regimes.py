@@ -31,6 +31,7 @@ class Series:
     successes: list[int]
     failures: list[int]  # ordinary failures
     safety: list[int]  # safety-relevant failures
+    totals: tuple[int, int, int]  # the sums of the three
 
     @classmethod
     def of(cls, timeline: dict[str, Any]) -> Series:
@@ -41,7 +42,9 @@ class Series:
         if any(ancient):
             keys.insert(0, None)
             columns = [[old, *column] for old, column in zip(ancient, columns)]
-        return cls(keys, columns[SUCCESS], columns[FAILURE], columns[SAFETY_FAILURE])
+        successes, failures, safety = columns[SUCCESS], columns[FAILURE], columns[SAFETY_FAILURE]
+        return cls(keys, successes, failures, safety,
+                   (sum(successes), sum(failures), sum(safety)))
 
 
 @dataclass
@@ -70,6 +73,9 @@ def detect(series: Series, config: RulesConfig) -> Detection:
     cap = h / 2
     least = config.contest_min_observations
     found = Detection()
+    if sum(series.totals) <= least:  # no bucket has that many before it: none is tested
+        found.newest = series.keys[-1] if series.keys else None
+        return found
     regime_s = regime_n = 0
     down = up = 0.0
     down_from = up_from = 0  # index where the running excursion began
@@ -119,6 +125,8 @@ def detect(series: Series, config: RulesConfig) -> Detection:
 def regime_counts(series: Series, since: int | None) -> tuple[int, int, int]:
     """Raw (successes, ordinary failures, safety failures) in buckets >= since (all, when
     since is None; folded counts only then)."""
+    if since is None:
+        return series.totals
     start = _first_at(series.keys, since)
     return (sum(series.successes[start:]), sum(series.failures[start:]),
             sum(series.safety[start:]))

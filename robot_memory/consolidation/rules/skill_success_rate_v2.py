@@ -134,22 +134,27 @@ def _bands_of(state: dict[str, Any]) -> dict[str, dict[str, Series]]:
             for name, by_band in bands.items()}
 
 
+@lru_cache(maxsize=1 << 12)
 def _band_order(band: str) -> tuple[float, str]:
     return (float(band) if band else float("-inf"), band)
+
+
+def _in_order(bands: dict[str, Series]) -> list[tuple[str, Series]]:
+    """A parameter's bands, by value."""
+    return [(band, bands[band]) for band in sorted(bands, key=_band_order)]
 
 
 def render_value(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, Any], str]:
     """(value, status) of a v2 skill fact."""
     k_series = Series.of(state["timeline"])
     newest = k_series.keys[-1] if k_series.keys and k_series.keys[-1] is not None else 0
-    bands = _bands_of(state)
+    bands = {name: _in_order(by_band) for name, by_band in sorted(_bands_of(state).items())}
     least = config.contest_min_observations
     h = config.change_threshold
     boundaries: list[tuple[int, str, str, dict[str, Any]]] = []
     suspects = []
-    for name in sorted(bands):
-        for band in sorted(bands[name], key=_band_order):
-            series = bands[name][band]
+    for name, in_order in bands.items():
+        for band, series in in_order:
             found = detect(series, config)
             boundaries += [(bucket, name, band, test) for bucket, test in found.boundaries]
             if found.statistic >= h / 2 and found.newest is not None:
@@ -167,10 +172,9 @@ def render_value(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, 
             break
     evidence: dict[str, list[dict[str, Any]]] = {}
     recommended: dict[str, dict[str, Any]] = {}
-    for name in sorted(bands):
+    for name, in_order in bands.items():
         rows, best = [], None
-        for band in sorted(bands[name], key=_band_order):
-            series = bands[name][band]
+        for band, series in in_order:
             s, f, sf = regime_counts(series, since)
             if s + f + sf == 0:
                 continue
@@ -180,9 +184,11 @@ def render_value(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, 
                    "weighted_successes": r6(w_s), "rate": r6(w_s / w_n) if w_n else 0.0,
                    "lcb": r6(lcb)}
             rows.append(row)
+            # Ahead: the higher lcb, then the larger n, then (bands come by value) the
+            # smaller value.
             if band != NO_PARAMETERS and s > 0 and (
-                    best is None or (-row["lcb"], -row["n"], float(band))
-                    < (-best[0]["lcb"], -best[0]["n"], float(best[0]["band"]))):
+                    best is None or row["lcb"] > best[0]["lcb"]
+                    or (row["lcb"] == best[0]["lcb"] and row["n"] > best[0]["n"])):
                 best = (row, w_n, w_s)
         evidence[name] = rows
         if best is not None:
@@ -248,15 +254,15 @@ def _top(recommended: dict[str, tuple[dict[str, Any], float, float]],
     return s + f + sf, s, w_n, w_s
 
 
-def _previous(bands: dict[str, dict[str, Series]], since: int | None, until: int,
+def _previous(bands: dict[str, list[tuple[str, Series]]], since: int | None, until: int,
               bucket_ns: int) -> dict[str, Any]:
     """The regime before the current one: its start (None: the first evidence) and the
-    raw counts of each band in it."""
+    raw counts of each band in it (bands: by name, then by value)."""
     evidence: dict[str, list[dict[str, Any]]] = {}
-    for name in sorted(bands):
+    for name, in_order in bands.items():
         rows = []
-        for band in sorted(bands[name], key=_band_order):
-            n, s = counts_between(bands[name][band], since, until)
+        for band, series in in_order:
+            n, s = counts_between(series, since, until)
             if n:
                 rows.append({"band": band, "n": n, "successes": s})
         if rows:

@@ -37,9 +37,9 @@ from robot_memory.consolidation.checkpoint import (Checkpoint, read_checkpoint, 
 from robot_memory.consolidation.override_plan import (IllShaped, OverridePlan,
                                                       fact_as_rendered, plan_overrides)
 from robot_memory.consolidation.partials import aggregate
-from robot_memory.consolidation.rules import (DEFAULT_RULE_VERSION, Partials, RenderedFact,
-                                              Rule, RulesConfig, reads_parameter_buckets,
-                                              rules_of_store)
+from robot_memory.consolidation.rules import (DEFAULT_RULE_VERSION, RULE_VERSIONS, Partials,
+                                              RenderedFact, Rule, RulesConfig,
+                                              reads_parameter_buckets, rules_of_store)
 from robot_memory.consolidation.rules.base import OneFactPerGroup
 from robot_memory.consolidation.tier_update import digest_after, digest_before, stored_states_sum
 from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
@@ -321,8 +321,7 @@ def plan_pass(partition: Partition, config: RulesConfig, apply: bool = True,
     inputs = read_inputs(partition, config, max_events, rules)
     used = inputs.config.rule_version
     report = PassReport(partition.identity_hash, rule_version=used,
-                        upgrade_available=(config.rule_version
-                                           if used != config.rule_version else None),
+                        upgrade_available=_newer(config.rule_version, used),
                         dry_run=not apply,
                         previous_run_event_id=inputs.checkpoint.run_event_id,
                         frozen=inputs.plan.frozen_since is not None,
@@ -339,6 +338,11 @@ def plan_pass(partition: Partition, config: RulesConfig, apply: bool = True,
     report.fact_faults = result.faults
     report.facts_touched = len(result.changes)
     return inputs, report, result
+
+
+def _newer(configured: str, used: str) -> str | None:
+    """The configured rule version when it is newer than the store's."""
+    return configured if RULE_VERSIONS.index(configured) > RULE_VERSIONS.index(used) else None
 
 
 # -- 3. commit --------------------------------------------------------------------------

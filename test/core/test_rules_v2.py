@@ -185,6 +185,30 @@ def test_failures_that_last_past_one_bucket_confirm_the_change(part):
     assert planner_force(part) == EXPLORE_N
 
 
+# -- a slow drift is followed --------------------------------------------------------------
+@pytest.mark.parametrize("seed", [0, 1])
+def test_pads_that_wear_are_followed_before_long(part, seed):
+    """25 N loses three points of success a day (the pads wear) while 15 N holds at 0.8;
+    two passes a day. The days the planner still mostly grasps at 25 N once it is the
+    worse choice are few."""
+    rng = random.Random(seed)
+    part.append_many(history(20))
+    consolidation_pass(part)
+    worse_days = 0
+    for day in range(20, 45):
+        p25 = 0.95 - 0.03 * (day - 20)
+        at_25 = 0
+        for number, force, _, _ in attempts(
+                part, day, 1, lambda force: rng.random() < (p25 if force > 20 else 0.8),
+                every=5):
+            at_25 += force > 20
+        worse_days += p25 < 0.8 and at_25 > 5
+    assert worse_days <= 5
+    fact = skill_fact(part)
+    assert fact.value["regime"]["changes"] >= 1
+    assert fact.value["recommended_parameters"]["force_n"]["median"] == 15.0
+
+
 # -- a change stays where it happened ------------------------------------------------------
 def test_a_change_in_one_environment_stays_there(part):
     part.append_many(history(20, env="lab") + history(20, env="kitchen"))

@@ -24,7 +24,7 @@ from robot_memory.consolidation.rules.outcomes import (FAILURE, SAFETY_FAILURE, 
                                                        merge_outcomes, note_outcome_row)
 from robot_memory.consolidation.rules.regimes import (Series, counts_between, detect,
                                                       regime_counts, weighted_counts)
-from robot_memory.consolidation.rules.timeline import COLUMN_BITS, timeline_merge
+from robot_memory.consolidation.rules.timeline import COLUMN_BITS, new_timeline, timeline_merge
 from robot_memory.consolidation.stats import (most_common, multiset_merge, shrunk_rate,
                                               wilson_interval)
 from robot_memory.store import OutcomeRow, ValueBatch
@@ -101,7 +101,10 @@ class SkillSuccessRateV2(OneFactPerGroup):
         for name, bands in partial["bands"].items():
             stored = state["bands"].setdefault(name, {})
             for band, buckets in bands.items():
-                holder = {"timeline": stored[band]} if band in stored else {}
+                if band not in stored:
+                    stored[band] = new_timeline(buckets, 3, config)
+                    continue
+                holder = {"timeline": stored[band]}
                 timeline_merge(holder, buckets, 3, config)
                 stored[band] = holder["timeline"]
         max_support(state, partial)

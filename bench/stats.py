@@ -8,6 +8,7 @@ import platform
 import statistics
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,29 @@ def trials_ms(samples_s: list[float]) -> dict:
     """Each trial and their median, in milliseconds (for a handful of long trials)."""
     return {"trials_ms": [round(s * 1000, 1) for s in samples_s],
             "median_ms": round(statistics.median(samples_s) * 1000, 1)}
+
+
+def mean_ci(values: list[float], n_resamples: int = 10000, seed: int = 20260524
+            ) -> tuple[float, float, str]:
+    """95% BCa bootstrap interval of the mean over seeds (bench/paper.py's settings), and
+    a note: a sample with no spread has no bootstrap distribution, so its interval is
+    the point itself; where BCa cannot be computed (a sample of a few, nearly equal
+    values), the percentile interval stands in."""
+    from scipy.stats import bootstrap
+
+    data = np.asarray(values, dtype=float)
+    if np.ptp(data) == 0.0:
+        return float(data[0]), float(data[0]), "degenerate: every seed gives the same value"
+    note = ""
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ci = bootstrap((data,), np.mean, n_resamples=n_resamples, method=method,
+                           confidence_level=0.95, random_state=seed).confidence_interval
+        if np.isfinite(ci.low) and np.isfinite(ci.high):
+            return float(ci.low), float(ci.high), note
+        note = "percentile interval: BCa undefined for this sample"
+    return float(data.min()), float(data.max()), "range: no bootstrap interval"
 
 
 def python_loop_ms() -> float:

@@ -1,11 +1,17 @@
-"""Canonical JSON: the one byte representation that hashes and snapshots are taken over."""
+"""Canonical JSON: the one byte representation that hashes and snapshots are taken over.
+
+The identity hash, the hash chain and the semantic tier's digest are taken over these
+bytes, so they never change: test/core/test_canonical.py holds them to fixed expected
+bytes (floats, integers past 64 bits, unicode, control characters, nesting, key order).
+Only public APIs: the standard library's `json.JSONEncoder`, and orjson (pinned) where
+it writes the same text.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from json.encoder import c_make_encoder, encode_basestring
 from typing import Any
 
 try:  # optional: plain_canonical_json is exact without it, only slower
@@ -14,16 +20,11 @@ except ImportError:  # pragma: no cover - an install without the pinned requirem
     orjson = None
 
 
-# One encoder, made once: json.dumps with these options would build a new one per call
-# (a consolidation pass encodes two documents per fact).
+# One encoder, made once: json.dumps with these options would build a new one per call.
+# Without a table of the containers being encoded (check_circular=False): a value that
+# contains itself raises RecursionError instead, turned into a ValueError below.
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                            allow_nan=False)
-# And its C encoding function, made once as well: JSONEncoder.encode makes a new one
-# per call, a fifth of encoding a fact. Without a table of the containers being encoded
-# (None): a value that contains itself raises RecursionError instead, turned into a
-# ValueError below.
-_C_ENCODE = c_make_encoder(None, _ENCODER.default, encode_basestring, None, ":", ",",
-                           True, False, False) if c_make_encoder is not None else None
+                            allow_nan=False, check_circular=False)
 
 
 def canonical_json(value: Any) -> str:
@@ -33,10 +34,8 @@ def canonical_json(value: Any) -> str:
     gives the same bytes. Raises ValueError for NaN or infinity (or a value that contains
     itself) and TypeError for a value JSON cannot hold (a set, bytes, an object).
     """
-    if _C_ENCODE is None or isinstance(value, str):
-        return _ENCODER.encode(value)
     try:
-        return "".join(_C_ENCODE(value, 0))
+        return _ENCODER.encode(value)
     except RecursionError:
         raise ValueError("value nests too deeply or contains itself") from None
 
@@ -54,10 +53,11 @@ _ORJSON_OPTIONS = 0 if orjson is None else (
 
 def plain_canonical_json(value: Any) -> str:
     """canonical_json of plain data: dicts with str keys, lists, str, int, float, bool and
-    None (what the consolidation rules render and keep as state). The same text, encoded
-    by orjson when it is installed: 4-5x faster, and a pass encodes two documents per
-    fact it touches. Not for anything else (orjson would write an Enum or a UUID, which
-    canonical_json refuses)."""
+    None (what the consolidation rules render and keep as state). Not for anything else
+    (orjson would write an Enum or a UUID, which canonical_json refuses).
+
+    The same text, encoded by orjson when it is installed, which is faster
+    (docs/performance.md): a pass encodes two documents per fact it touches."""
     if orjson is None:
         return canonical_json(value)
     try:
@@ -65,8 +65,8 @@ def plain_canonical_json(value: Any) -> str:
     except TypeError:  # orjson.JSONEncodeError
         return canonical_json(value)
     # Substring tests first: a regular expression over the whole text costs as much as
-    # encoding it. On the decoded text: str's substring search is twice as fast as
-    # bytes' (and the text is UTF-8: the same ASCII substrings are found).
+    # encoding it. On the decoded text: str's substring search is faster than bytes'
+    # (and the text is UTF-8: the same ASCII substrings are found).
     if "null" in text or "0.0000" in text or _has_short_negative_exponent(text):
         return canonical_json(value)
     return text
@@ -74,7 +74,7 @@ def plain_canonical_json(value: Any) -> str:
 
 def _has_short_negative_exponent(text: str) -> bool:
     """_SHORT_NEGATIVE_EXPONENT.search(text), found from each "-": one character is
-    found by memchr, 20x as fast as searching for "e-" (an "e" is in most keys), and a
+    found by memchr, far faster than searching for "e-" (an "e" is in most keys), and a
     text has a few, if any (a negative number)."""
     at = text.find("-")
     while at != -1:
@@ -86,8 +86,8 @@ def _has_short_negative_exponent(text: str) -> bool:
 
 def plain_json_loads(text: str) -> Any:
     """json.loads of text that plain_canonical_json wrote (its integers fit in 64 bits:
-    orjson reads a longer one as a float), with orjson when it is installed: twice as
-    fast (a pass decodes the stored state of every group it touches)."""
+    orjson reads a longer one as a float), with orjson when it is installed, which is
+    faster: a pass decodes the stored state of every group it touches."""
     if orjson is None:
         return json.loads(text)
     return orjson.loads(text)

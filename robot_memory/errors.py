@@ -13,7 +13,7 @@ reads). `str(error)` is the one line the command line prints.
     │   └── operation.parameters.InvalidParameterValue  a value of the wrong type or range
     ├── InputError                        exit 3  a file or value given is missing/invalid
     │   ├── manifest.ManifestError                identity manifest, certified hash
-    │   ├── intake.records.InvalidRecord          an execution result, field by field
+    │   ├── execution_result.InvalidRecord        an execution result, field by field
     │   ├── consolidation.override_records.OverrideError  an override that cannot be recorded
     │   ├── grounding.explain.FactNotFound        no such fact for this identity
     │   ├── evidence.witness.WitnessError         a signing key or witness file unusable

@@ -34,7 +34,7 @@ from robot_memory.consolidation.rules import (DEFAULT_RULE_VERSION, RULE_VERSION
                                               rules_of_store)
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
                                       KNOWLEDGE_CONFLICT_RESOLVED, OVERRIDE)
-from robot_memory.intake.records import InvalidRecord, record_from_payload
+from robot_memory.execution_result import InvalidRecord, record_from_payload
 from robot_memory.store import (RUN_DIGEST_KEY, ConcurrentPass, FactRow, NewEvent, Partition,
                                 stored_tier_digest)
 from robot_memory.store.schema import consolidation_state, semantic_facts

@@ -95,7 +95,8 @@ def _verify_witness(args, identity: str | None) -> bool:
 
 
 def cmd_keygen(args) -> int:
-    from robot_memory.evidence.witness import generate_key_pair, key_id, load_public_key
+    from robot_memory.evidence.witness import generate_key_pair, load_public_key
+    from robot_memory.operation.operator_credentials import key_id
     if args.operator:  # before any file is written
         from robot_memory.operation.operator_credentials import check_name
         check_name(args.operator)

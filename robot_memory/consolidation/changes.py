@@ -12,25 +12,39 @@ from robot_memory.canonical import plain_canonical_json
 from robot_memory.consolidation.rules import (RULE_VERSIONS, STATUS_CONTESTED,
                                               STATUS_INVALIDATED, RenderedFact)
 from robot_memory.event_kinds import KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED
-from robot_memory.store import FactRow, FactWrite, Partition, fact_row_from_columns
+from robot_memory.store import FactRow, FactWrite, Partition
 
 GroupId = tuple[str, str]  # (fact kind, group key)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FactChange:
-    """A fact a pass writes. The new value travels as its canonical JSON (what is
-    stored), not as nested dicts: a pass over 10^4 keys holds 10^4 of these."""
+    """A fact a pass writes: the row it writes (`new`: the old row's id, or None for a
+    fact new to the store) in place of the stored row `old`. The new value travels as
+    its canonical JSON (what is stored), not as nested dicts: a pass over 10^4 keys
+    holds 10^4 of these."""
 
-    kind: str
-    key: str
     old: FactRow | None
-    new: RenderedFact  # its value is left out (None): see value_json / new_value
-    value_json: str
+    new: FactRow
+    # Statistics of the contradiction test, when it ran (for the knowledge_conflict event).
+    conflict: dict[str, Any] | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.new.kind
+
+    @property
+    def key(self) -> str:
+        return self.new.key
+
+    @property
+    def value_json(self) -> str:
+        return self.new.value_json
 
     @property
     def new_value(self) -> dict[str, Any]:
-        return json.loads(self.value_json)
+        """The new value, parsed for this look (not kept)."""
+        return json.loads(self.new.value_json)
 
 
 def _same(old: FactRow, fact: RenderedFact, value_json: str) -> bool:
@@ -54,7 +68,7 @@ def conflict_event(change: FactChange) -> dict[str, Any] | None:
     else:
         return None
     return {"event_kind": kind, "fact_kind": change.kind, "fact_key": change.key,
-            "status": {"from": was, "to": now}, "test": change.new.conflict}
+            "status": {"from": was, "to": now}, "test": change.conflict}
 
 
 def fact_change(key: GroupId, fact: RenderedFact | None, old: FactRow | None
@@ -65,40 +79,26 @@ def fact_change(key: GroupId, fact: RenderedFact | None, old: FactRow | None
     value_json = plain_canonical_json(fact.value)
     if old is not None and _same(old, fact, value_json):
         return None
-    return FactChange(key[0], key[1], old, _without_value(fact), value_json)
-
-
-def _without_value(fact: RenderedFact) -> RenderedFact:
-    """A copy of the fact with its value left out, made through its __dict__: the frozen
-    dataclass's __init__ costs 3x as much (dataclasses.replace 30x), once per change."""
-    lean = object.__new__(RenderedFact)
-    lean.__dict__.update(fact.__dict__, value=None)
-    return lean
+    return FactChange(old=old, new=fact.stored_as(old.id if old else None, value_json),
+                      conflict=fact.conflict)
 
 
 def fact_write(change: FactChange) -> FactWrite:
-    fact = change.new
-    return FactWrite(change.old.id if change.old else None, change.kind, change.key,
-                     change.value_json, fact.status, fact.confidence, fact.n_observations,
-                     fact.rule_version, fact.last_supporting_event_id, fact.last_updated_ns)
+    return change.new.as_write()
 
 
 def facts_written(partition: Partition, changes: list[FactChange]) -> list[FactRow]:
     """The rows a committed pass left for its changes, in (kind, key) order. A changed
-    fact's row is the change itself (its id was the old row's), so only facts new to
-    the store, whose ids the store gave, are read back: at 1,000 results a second,
-    reading back every changed fact was a tenth of what a pass cost."""
+    fact's row is the change's own (its id was the old row's), so only facts new to
+    the store, whose ids the store gave, are read back (reading back every changed fact
+    was a good part of what a pass cost at a steady stream of results)."""
     rows = {}
     new_keys = set()
     for change in changes:
         if change.old is None:
             new_keys.add((change.kind, change.key))
-            continue
-        fact = change.new
-        rows[(change.kind, change.key)] = fact_row_from_columns((
-            change.old.id, change.kind, change.key, change.value_json, fact.status,
-            fact.confidence, fact.n_observations, fact.rule_version,
-            fact.last_supporting_event_id, fact.last_updated_ns))
+        else:
+            rows[(change.kind, change.key)] = change.new
     if new_keys:
         with partition.store.read() as conn:
             rows.update(((f.kind, f.key), f) for f in partition.facts_by_key(new_keys, conn))

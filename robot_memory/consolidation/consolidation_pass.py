@@ -163,10 +163,11 @@ def read_inputs(partition: Partition, config: RulesConfig,
                             sum(1 for o in overrides if o.seq > checkpoint.override_seq),
                             plan.reset_seq > checkpoint.override_seq, after, results_until,
                             {rule.kind: rule for rule in rules}, config)
-        (inputs.partials, inputs.events_read, inputs.first_seq,
-         inputs.last_stamp_ns) = aggregate(partition.result_aggregates(
-             after, results_until, int(config.time_bucket_s * 1e9), conn,
-             parameter_buckets=reads_parameter_buckets(rules)), config, rules)
+        added = aggregate(partition.result_aggregates(
+            after, results_until, int(config.time_bucket_s * 1e9), conn,
+            parameter_buckets=reads_parameter_buckets(rules)), config, rules)
+        inputs.partials, inputs.events_read = added.partials, added.events_read
+        inputs.first_seq, inputs.last_stamp_ns = added.first_seq, added.last_stamp_ns
         if inputs.nothing_new:
             return inputs
         ident = partition.identity_hash
@@ -397,7 +398,7 @@ def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *
         partials = aggregate(partition.result_aggregates(
             after, results_until, int(config.time_bucket_s * 1e9), conn,
             until_stamp_ns=until_stamp_ns,
-            parameter_buckets=reads_parameter_buckets(rules)), config, rules)[0]
+            parameter_buckets=reads_parameter_buckets(rules)), config, rules).partials
     by_kind = {rule.kind: rule for rule in rules}
     rendered = render_all(merged_states(partials, {}, config, by_kind), config, by_kind)
     keys = sorted(set(rendered) | set(plan.operator_facts))

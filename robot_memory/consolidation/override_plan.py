@@ -61,10 +61,7 @@ class OverridePlan:
         """The fact for this key once overrides are applied to what evidence says."""
         fact = self.operator_facts.get(key, evidence)
         if fact is not None and key in self.invalidated:
-            fact = RenderedFact(fact.kind, fact.key, fact.value, STATUS_INVALIDATED,
-                                fact.confidence, fact.n_observations,
-                                fact.last_supporting_event_id, fact.last_updated_ns,
-                                None, fact.rule_version)
+            fact = fact._replace(status=STATUS_INVALIDATED, conflict=None)
         return fact
 
 
@@ -115,12 +112,11 @@ def operator_fact(event: StoredEvent) -> RenderedFact:
     payload = event.payload
     value = {**payload["value"], "source": "operator", "operator": payload["operator"],
              "reason": payload["reason"]}
-    return RenderedFact(payload["fact_kind"], payload["fact_key"], value, STATUS_ACTIVE,
-                        float(payload["confidence"]), 0, event.id, event.stamp_ns, None,
-                        OPERATOR_RULE_VERSION)
+    return RenderedFact(kind=payload["fact_kind"], key=payload["fact_key"], value=value,
+                        status=STATUS_ACTIVE, confidence=float(payload["confidence"]),
+                        n_observations=0, last_supporting_event_id=event.id,
+                        last_updated_ns=event.stamp_ns, rule_version=OPERATOR_RULE_VERSION)
 
 
 def fact_as_rendered(row: FactRow) -> RenderedFact:
-    return RenderedFact(row.kind, row.key, row.value, row.status, row.confidence,
-                        row.n_observations, row.last_supporting_event_id, row.last_updated_ns,
-                        None, row.rule_version)
+    return RenderedFact.of_row(row)

@@ -9,15 +9,24 @@ path of its own.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from robot_memory.consolidation.rules import Partials, Rule, RulesConfig
 from robot_memory.store import ResultAggregates, one_result_aggregates
 
 
+class Aggregated(NamedTuple):
+    """A range's results added up: every rule's partial states, and what the range held."""
+
+    partials: Partials
+    events_read: int  # results in the range
+    first_seq: int  # the smallest chain position among them (0: none)
+    last_stamp_ns: int  # the newest stamp among them (0: none)
+
+
 def aggregate(aggregates: ResultAggregates, config: RulesConfig, rules: Sequence[Rule]
-              ) -> tuple[Partials, int, int, int]:
-    """Partial states of every rule, and (events read, first seq, newest stamp >= 0).
+              ) -> Aggregated:
+    """Partial states of every rule, and the range's count, first seq and newest stamp.
     The outcome rows stream past once (10^5 of them at 10^6 events), never held."""
     partials = Partials()
     events_read, first_seq, last_stamp = 0, 0, 0
@@ -36,7 +45,7 @@ def aggregate(aggregates: ResultAggregates, config: RulesConfig, rules: Sequence
     for batch in aggregates.values:
         for rule in rules:
             rule.add_values(batch, config, partials)
-    return partials, events_read, first_seq, last_stamp
+    return Aggregated(partials, events_read, first_seq, last_stamp)
 
 
 def partials_of_result(rules: Sequence[Rule], payload: dict[str, Any], stamp_ns: int,
@@ -44,7 +53,7 @@ def partials_of_result(rules: Sequence[Rule], payload: dict[str, Any], stamp_ns:
     """The partial states (and skips) a pass would add up from a range holding only this
     execution result (its payload as stored)."""
     one = one_result_aggregates(payload, stamp_ns, event_id, int(config.time_bucket_s * 1e9))
-    return aggregate(one, config, rules)[0]
+    return aggregate(one, config, rules).partials
 
 
 def fact_keys_of_result(rule: Rule, payload: dict[str, Any], stamp_ns: int, event_id: int,

@@ -287,9 +287,9 @@ def _to_live_ids(states: dict[Key, dict[str, Any]], plan, history: Partition,
     mapping = {old: live_id.get(seq, old) for old, seq in seq_of.items()}
     for state in states.values():
         _event_ids(state, None, mapping)
-    for fact in plan.operator_facts.values():  # made for this plan alone
-        fact.__dict__["last_supporting_event_id"] = mapping.get(
-            fact.last_supporting_event_id, fact.last_supporting_event_id)
+    for key, fact in plan.operator_facts.items():  # made for this plan alone
+        plan.operator_facts[key] = fact._replace(last_supporting_event_id=mapping.get(
+            fact.last_supporting_event_id, fact.last_supporting_event_id))
 
 
 def _seqs(history: Partition, ids: set[int]) -> dict[int, int]:

@@ -77,25 +77,33 @@ class DemoPlanner(Node):
         self.facts = msg
 
     def publish_attempts(self) -> int:
-        stamp_ns = self.get_clock().now().nanoseconds
-        attempts = glass_cup_attempts()
-        for number, attempt in enumerate(attempts):
-            stamp_ns += int(ATTEMPT_SECONDS * 1e9)
-            msg = ExecutionResult(skill_id=SKILL, target_class=TARGET, environment=ENVIRONMENT,
-                                  zone="table_1", success=attempt.success,
-                                  failure_reason=attempt.failure_reason,
-                                  duration_s=ATTEMPT_SECONDS, intent_id=f"demo-intent-{number}")
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
-            msg.parameters = [KeyValue(key="force_n", value=attempt.force_n)]
-            msg.observations = [KeyValue(key="mass_kg", value=0.21)]
+        results = attempt_results(self.get_clock().now().nanoseconds)
+        for msg in results:
             self.results.publish(msg)
             time.sleep(0.01)
-        return len(attempts)
+        return len(results)
 
     def fact_count(self) -> int:
         if self.facts is None:
             return 0
         return max((f.n_observations for f in self.facts.facts if TARGET in f.key), default=0)
+
+
+def attempt_results(start_ns: int) -> list[ExecutionResult]:
+    """The scenario's grasps as the skill publishes them, one attempt after start_ns."""
+    results = []
+    stamp_ns = start_ns
+    for number, attempt in enumerate(glass_cup_attempts()):
+        stamp_ns += int(ATTEMPT_SECONDS * 1e9)
+        msg = ExecutionResult(skill_id=SKILL, target_class=TARGET, environment=ENVIRONMENT,
+                              zone="table_1", success=attempt.success,
+                              failure_reason=attempt.failure_reason,
+                              duration_s=ATTEMPT_SECONDS, intent_id=f"demo-intent-{number}")
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+        msg.parameters = [KeyValue(key="force_n", value=attempt.force_n)]
+        msg.observations = [KeyValue(key="mass_kg", value=0.21)]
+        results.append(msg)
+    return results
 
 
 def _wait(predicate, timeout_s: float, what: str) -> None:
@@ -178,8 +186,7 @@ def run_demo(db_url: str = "", period_s: float = 2.0, keep: bool = False) -> int
         after = _ask_until_served(planner)
         _say(f"[demo] planner asks after consolidation: {after.status}")
         _say(f"[demo] {format_grounding_block(after.facts)}")
-        ok &= after.ok and any(kv.key == "force_n" and kv.value == 25.0
-                               for f in after.facts for kv in f.recommended_parameters)
+        ok &= after.ok and after.recommended_parameters().get("force_n") == 25.0
 
         hash_after = load_manifest(manifest_path).identity_hash()
         _say(f"[demo] identity hash after:  {hash_after}")

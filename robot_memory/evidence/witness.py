@@ -24,8 +24,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from sqlalchemy import select
 
-from robot_memory.canonical import canonical_json, sha256_hex
+from robot_memory.canonical import canonical_json
 from robot_memory.errors import InputError, StoreIntegrityError
+# The same short name of a key as operators' credentials use.
+from robot_memory.operation.operator_credentials import key_id
 from robot_memory.store import Partition, compactions
 from robot_memory.store.schema import events
 
@@ -69,12 +71,6 @@ class SignedCheckpoint:
 
 
 # -- keys ---------------------------------------------------------------------------
-def key_id(public_key: Ed25519PublicKey) -> str:
-    """A short name of a public key (first 16 hex digits of SHA-256 of its raw bytes)."""
-    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return sha256_hex(raw.hex())[:16]
-
-
 def generate_key_pair(prefix: str | Path) -> tuple[Path, Path]:
     """Write a new private key to PREFIX (mode 0600, refused if it exists) and its
     public key to PREFIX.pub (mode 0644)."""
@@ -207,8 +203,9 @@ def parse_line(line: str, public_key: Ed25519PublicKey, where: str,
 def read_witness(path: str | Path, public_key: Ed25519PublicKey, identity_hash: str,
                  newest: int | None = None) -> list[SignedCheckpoint]:
     """The checkpoints of the file, each naming `identity_hash` and each signature
-    checked; with `newest`, only the last `newest` lines are read (a bounded boot check:
-    a signature check costs about a millisecond on a busy robot computer).
+    checked; with `newest`, only the last `newest` lines are read, so that a boot check
+    stays bounded however long the file grows (a signature check is not free:
+    docs/performance.md, "Why the code is shaped this way").
     WitnessLineError names the first line that fails."""
     path = Path(path)
     try:

@@ -26,6 +26,7 @@ from collections import Counter
 from robot_memory.grounding import priors
 from robot_memory.grounding.analogies import audit_entries
 from robot_memory.event_kinds import FACT_CONSULTATION, PRIVACY_REJECTION
+from robot_memory.grounding.limits import GROUND, clipped
 from robot_memory.grounding.request import GroundingAnswer
 from robot_memory.intake.privacy import find_sensitive
 from robot_memory.store import NewEvent, Partition
@@ -60,6 +61,43 @@ def consultation_payload(consultation_id: str, requester: str, intent_id: str,
     if answer.priors:
         payload["priors"] = priors.audit_entries(answer.priors)
     return payload
+
+
+def consultation_query(request: Any, refused_unread: bool = False) -> dict[str, Any]:
+    """What a consultation record keeps of the question: `request` has GroundingQuery's
+    request fields, read by name. A request refused unread (a field over its limit,
+    limits.GROUND) is kept with each text clipped to its length when too long and its
+    lists empty. Analogy and priors fields appear only when the request allows them, so
+    the records of requests without them stay as they were."""
+    text = _clipped_text if refused_unread else getattr
+    query = {"skill_id": text(request, "skill_id"),
+             "target_class": text(request, "target_class"),
+             "environment": text(request, "environment"),
+             "fact_kinds": [] if refused_unread else list(request.fact_kinds)}
+    if request.allow_analogies:
+        query.update(allow_analogies=True, max_analogies=request.max_analogies,
+                     target_properties=[] if refused_unread else [
+                         [kv.key, audited_number(kv.value)]
+                         for kv in request.target_properties])
+    if request.allow_priors:
+        query["allow_priors"] = True
+    return query
+
+
+def consultation_event(request: Any, answer: GroundingAnswer, consultation_id: str,
+                       stamp_ns: int, refused_unread: bool = False) -> NewEvent:
+    """The fact_consultation event of one audited answer to `request` (GroundingQuery's
+    request fields, read by name): who asked (requester, intent_id, clipped as the query
+    is when the request was refused unread), what (consultation_query) and what was
+    served (consultation_payload). The AuditWriter screens who asked before writing."""
+    text = _clipped_text if refused_unread else getattr
+    return NewEvent(FACT_CONSULTATION, consultation_payload(
+        consultation_id, text(request, "requester"), text(request, "intent_id"),
+        consultation_query(request, refused_unread), answer), stamp_ns)
+
+
+def _clipped_text(request: Any, name: str) -> str:
+    return clipped(getattr(request, name), GROUND[name])
 
 
 def redacted(category: str) -> str:

@@ -19,7 +19,7 @@ from robot_memory.consolidation.rules import (DEFAULT_RULE_VERSION, RULE_VERSION
 from robot_memory.errors import InputError
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, FACT_CONSULTATION,
                                       KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED)
-from robot_memory.intake.records import InvalidRecord, record_from_payload
+from robot_memory.execution_result import InvalidRecord, record_from_payload
 from robot_memory.store import FactRow, Partition, StoredEvent
 
 MAX_IDS = 200  # event ids listed in full; beyond that the count is still exact

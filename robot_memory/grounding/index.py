@@ -17,16 +17,23 @@ from robot_memory.grounding.analogies import (PROPERTY_KIND, QUERY_SOURCE_FACT,
                                               QUERY_SOURCE_REQUEST, Analogy, AnalogySettings,
                                               KnownProperties)
 from robot_memory.consolidation.fact_schemas import stored_fact_problem
+from robot_memory.consolidation.override_plan import OPERATOR_RULE_VERSION
 from robot_memory.consolidation.rules import STATUS_ACTIVE, STATUS_CANDIDATE, STATUS_CONTESTED
 from robot_memory.grounding.request import (ABSTAIN, ANALOGY, OK, PRIOR, REASON_BELOW_CONFIDENCE,
                                             REASON_CONTESTED, REASON_NO_CLOSE_CASE, REASON_NO_FACT,
-                                            REASON_ONLY_CANDIDATES, GroundingAnswer,
+                                            REASON_ONLY_CANDIDATES, REASON_STALE, GroundingAnswer,
                                             GroundingRequest, validate_request)
 from robot_memory.grounding.priors import EMPTY_PRIORS, PRIOR_KIND, PriorIndex, blend
 from robot_memory.store import FactRow
 
 # Kinds whose facts are about a skill; the others (object_property, zone_risk) are context.
 SKILL_FACT_KINDS = frozenset({"skill_success_rate", "interaction_pattern"})
+RATE_KIND = "skill_success_rate"
+
+# A served confidence this much or more below the stored one is named in the answer's
+# reason (stale-decayed); a smaller drop shows in the fact's confidence alone.
+STALE_NOTE_MIN_DROP = 0.001
+_NS_PER_DAY = 86_400 * 10**9
 
 DEFAULT_MAX_RESULTS = 10
 DEFAULT_ANALOGY_SETTINGS = AnalogySettings()  # the parameter table's defaults
@@ -79,6 +86,30 @@ def _why(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _is_evidence(fact: FactRow) -> bool:
+    """A fact the robot's own results made (an operator's fact is a person's word, its
+    stamp the override's, perhaps on another clock): only these date the robot's
+    evidence, and only these go stale."""
+    return fact.rule_version != OPERATOR_RULE_VERSION
+
+
+def _newest_evidence_ns(facts: Iterable[FactRow]) -> int:
+    return max((f.last_updated_ns for f in facts if _is_evidence(f)), default=0)
+
+
+def _days(age_ns: int) -> str:
+    return f"{age_ns / _NS_PER_DAY:.1f} days"
+
+
+def _contested_reason(what: str, contested: list[FactRow], about_skill: list[FactRow]) -> str:
+    keys = ", ".join(f"[{f.key}]" for f in contested)
+    active = Counter(f.kind for f in about_skill if f.status == STATUS_ACTIVE)
+    held = "; held back with it: " + ", ".join(
+        f"{n} active {kind}" for kind, n in sorted(active.items())) if active else ""
+    return f"evidence about {what} is contested: its success rate {keys} disagrees with " \
+           f"itself{held}"
+
+
 def _asks_for_skill_facts(req: GroundingRequest) -> bool:
     return not req.fact_kinds or bool(set(req.fact_kinds) & SKILL_FACT_KINDS)
 
@@ -89,9 +120,10 @@ def _rank(fact: FactRow) -> tuple:
 
 # Lists longer than this (a skill's: thousands of facts) keep their facts' ranks too, as
 # (*rank, fact) in the same order, so that a delta's changes are merged into them by one
-# sort that compares tuples alone: no rank is computed for the thousands of facts a
-# delta leaves as they are (about 1 MB at 10^4 facts). No two facts of an index share a
-# rank ((kind, key) is unique): facts are never compared.
+# sort that compares tuples alone: no rank is computed for the thousands of facts a delta
+# leaves as they are, at the cost of the ranks' memory (docs/performance.md, "Why the
+# code is shaped this way"). No two facts of an index share a rank ((kind, key) is
+# unique): facts are never compared.
 _RANKED_LENGTH = 64
 _fact_of = itemgetter(3)
 
@@ -132,8 +164,14 @@ class GroundingIndex:
     and (for facts about objects and places) by target, zone and environment, so a lookup
     touches only the few facts it could return. Immutable: changes make a new index."""
 
-    def __init__(self, identity_hash: str, facts: Iterable[FactRow]):
+    def __init__(self, identity_hash: str, facts: Iterable[FactRow], *,
+                 stale_half_life_s: float = 0.0):
         self.identity_hash = identity_hash
+        # Staleness, at serve time (the stored facts stay as the log made them): a fact's
+        # served confidence halves with every stale_half_life_s its newest evidence lies
+        # behind the robot's newest evidence (0: no decay). See served().
+        self.stale_half_life_s = float(stale_half_life_s)
+        self._served_rows: dict[int, FactRow] = {}
         # Facts whose value the index cannot take, by (kind, key): why. Each costs
         # itself only; the holder logs and counts them.
         self.left_out: dict[tuple[str, str], str] = {}
@@ -151,6 +189,9 @@ class GroundingIndex:
             self.facts[key] = fact
             self.left_out.pop(key, None)
         self.size = len(self.facts)
+        # The event time of the robot's newest evidence, over every fact the index holds
+        # (whatever its status): a function of the tier, so the same on every replay.
+        self.newest_evidence_ns = _newest_evidence_ns(self.facts.values())
         self._lists: dict[tuple[str, str, str], list[FactRow]] = {}
         for key, fact in self.facts.items():
             for index_key in self._facets[key].index_keys:
@@ -181,6 +222,8 @@ class GroundingIndex:
         changed = {(f.kind, f.key): f for f in changed}
         new = object.__new__(GroundingIndex)
         new.identity_hash = self.identity_hash
+        new.stale_half_life_s = self.stale_half_life_s
+        new._served_rows = {}
         new.facts = {**self.facts, **changed}
         new.left_out = left_out = dict(self.left_out)
         new._facets = facets = dict(self._facets)
@@ -245,6 +288,7 @@ class GroundingIndex:
             else:
                 ranked_lists[index_key] = ranked
         new.size = len(new.facts)
+        new.newest_evidence_ns = self._newest_after(changed, new.facts)
         # Properties change only with object_property facts. A table built already is
         # patched here, off the request path (built again when a property fact went).
         if self._known is None or not (properties or rebuild_properties):
@@ -254,6 +298,51 @@ class GroundingIndex:
         else:
             new._known = self._known.with_changes(properties)
         return new
+
+    def _newest_after(self, changed: dict[tuple[str, str], FactRow],
+                      facts: dict[tuple[str, str], FactRow]) -> int:
+        """newest_evidence_ns of an index of `facts`, this index with `changed`: one
+        comparison per changed fact, unless a fact that held the newest time went or
+        moved back (then a walk over all)."""
+        newest = self.newest_evidence_ns
+        moved_back = False
+        for key, fact in changed.items():
+            old = self.facts.get(key)
+            if old is not None and old.last_updated_ns == newest and _is_evidence(old):
+                kept = facts.get(key)
+                moved_back |= kept is None or not _is_evidence(kept) or \
+                    kept.last_updated_ns < newest
+        if moved_back:
+            return _newest_evidence_ns(facts.values())
+        for key in changed:
+            fact = facts.get(key)
+            if fact is not None and fact.last_updated_ns > newest and _is_evidence(fact):
+                newest = fact.last_updated_ns
+        return newest
+
+    def age_ns(self, fact: FactRow) -> int:
+        """How far the newest evidence of `fact` lies behind the robot's newest evidence
+        (0 for the freshest, and for an operator's fact)."""
+        if not _is_evidence(fact):
+            return 0
+        age = self.newest_evidence_ns - fact.last_updated_ns
+        return age if age > 0 else 0
+
+    def served(self, fact: FactRow) -> FactRow:
+        """`fact` as served: its confidence x 2^(-age / stale_half_life_s), age as age_ns
+        says; `fact` itself when nothing decays. Made once per fact and index (the served
+        row is what a server's message cache keys on)."""
+        if not self.stale_half_life_s:
+            return fact
+        age = self.age_ns(fact)
+        if not age:
+            return fact
+        made = self._served_rows.get(id(fact))
+        if made is None:
+            factor = 2.0 ** (-(age / 1e9) / self.stale_half_life_s)
+            made = replace(fact, confidence=fact.confidence * factor)
+            self._served_rows[id(fact)] = made  # the fact is held: its id is not reused
+        return made
 
     def _candidates(self, req: GroundingRequest) -> list[FactRow]:
         lists = [self._lists.get(("skill_target", req.skill_id, req.target_class), ())
@@ -294,7 +383,8 @@ class GroundingIndex:
         return answer
 
     def _own_answer(self, req: GroundingRequest) -> GroundingAnswer:
-        """The answer from this robot's facts alone (the request is valid)."""
+        """The answer from this robot's facts alone (the request is valid), with each
+        fact's served confidence (served())."""
         matching = [f for f in self._candidates(req) if self._matches(f, req)]
         what = f"{req.skill_id} on {req.target_class or 'any target'} in " \
                f"{req.environment or 'any environment'}"
@@ -304,8 +394,9 @@ class GroundingIndex:
         # asked for exactly those, so they are its answer.
         if _asks_for_skill_facts(req):
             about_skill = [f for f in matching if self._is_skill_fact(f)]
-            context = [f for f in matching if not self._is_skill_fact(f)
-                       and f.status == STATUS_ACTIVE and f.confidence >= req.min_confidence]
+            context = [f for f in self._served_ranked(
+                f for f in matching if not self._is_skill_fact(f) and f.status == STATUS_ACTIVE)
+                if f.confidence >= req.min_confidence]
         else:
             about_skill, context = matching, []
         limit = req.max_results or DEFAULT_MAX_RESULTS
@@ -315,8 +406,14 @@ class GroundingIndex:
 
         if not about_skill:
             return abstain(REASON_NO_FACT, f"no fact about {what}")
-        served = [f for f in about_skill if f.status == STATUS_ACTIVE]
-        if not served:
+        # A contested success rate is never left out of an answer that goes on as OK on
+        # the skill's other facts: the planner would use them as if nothing had changed.
+        contested = [f for f in about_skill
+                     if f.kind == RATE_KIND and f.status == STATUS_CONTESTED]
+        if contested:
+            return abstain(REASON_CONTESTED, _contested_reason(what, contested, about_skill))
+        stored = [f for f in about_skill if f.status == STATUS_ACTIVE]
+        if not stored:
             if any(f.status == STATUS_CONTESTED for f in about_skill):
                 return abstain(REASON_CONTESTED, f"evidence about {what} is contested")
             if any(f.status == STATUS_CANDIDATE for f in about_skill):
@@ -325,23 +422,68 @@ class GroundingIndex:
                                f"only candidate facts about {what} "
                                f"(at most {n} observations, below promotion)")
             return abstain(REASON_NO_FACT, f"no servable fact about {what}")
+        served = self._served_ranked(stored)
         confident = [f for f in served if f.confidence >= req.min_confidence]
         if not confident:
+            # Confident enough as stored, below only once decayed: stale, not unsure.
+            was_confident = [f for f in stored if f.confidence >= req.min_confidence]
+            if was_confident:
+                freshest = min(was_confident, key=lambda f: (self.age_ns(f), _rank(f)))
+                return abstain(REASON_STALE, f"no fresh evidence about {what} for "
+                               f"{_days(self.age_ns(freshest))} while the robot kept working: "
+                               f"confidence {freshest.confidence:.3f} stale-decayed to "
+                               f"{self.served(freshest).confidence:.3f}, below the requested "
+                               f"{req.min_confidence:.3f}")
             best = max(f.confidence for f in served)
             return abstain(REASON_BELOW_CONFIDENCE,
                            f"best confidence about {what} is {best:.3f}, "
                            f"below the requested {req.min_confidence:.3f}")
         held_back = Counter(f.status for f in matching if f.status != STATUS_ACTIVE)
-        note = ", ".join(f"{n} {status}" for status, n in sorted(held_back.items()))
+        notes = ["not served: " + ", ".join(f"{n} {status}" for status, n
+                                            in sorted(held_back.items()))] if held_back else []
         facts = sorted(confident + context, key=_rank) if context else confident
-        return GroundingAnswer(OK, reason=f"not served: {note}" if note else "",
-                               facts=tuple(facts[:limit]))
+        facts = facts[:limit]
+        decayed = self._stale_note(facts)
+        if decayed:
+            notes.append(decayed)
+        return GroundingAnswer(OK, reason="; ".join(notes), facts=tuple(facts))
+
+    def _served_ranked(self, facts: Iterable[FactRow]) -> list[FactRow]:
+        """`facts` (in rank order) as served, in the rank order of their served
+        confidences."""
+        if not self.stale_half_life_s:
+            return facts if isinstance(facts, list) else list(facts)
+        changed = False
+        rows = []
+        for fact in facts:
+            row = self.served(fact)
+            changed |= row is not fact
+            rows.append(row)
+        if changed:
+            rows.sort(key=_rank)
+        return rows
+
+    def _stale_note(self, facts: Iterable[FactRow]) -> str:
+        """What an OK answer's reason says of its facts (as served) whose confidence fell
+        by STALE_NOTE_MIN_DROP or more for want of fresh evidence; "" if none did."""
+        if not self.stale_half_life_s:
+            return ""
+        entries = []
+        for fact in facts:
+            age = self.age_ns(fact)
+            if not age:
+                continue
+            factor = 2.0 ** (-(age / 1e9) / self.stale_half_life_s)
+            if fact.confidence / factor - fact.confidence >= STALE_NOTE_MIN_DROP:
+                entries.append(f"{fact.kind} [{fact.key}] x{factor:.3f} (no fresh evidence "
+                               f"for {_days(age)})")
+        return "stale-decayed: " + ", ".join(entries) if entries else ""
 
     def _with_priors(self, req: GroundingRequest, own: GroundingAnswer,
                      priors: PriorIndex) -> GroundingAnswer | None:
         """`own` with the priors matching the request, or None when none match or the
-        robot's own evidence rules them out (contested, or below the asked confidence:
-        its own word, not a gap a prior may fill)."""
+        robot's own evidence rules them out (contested, stale, or below the asked
+        confidence: its own word, not a gap a prior may fill)."""
         if own.status != OK and own.reason_code not in (REASON_NO_FACT, REASON_ONLY_CANDIDATES):
             return None
         keys = priors.keys_for(req.skill_id, req.target_class, req.environment)

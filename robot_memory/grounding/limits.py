@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.intake.records import MAX_NOTES, MAX_TEXT
+from robot_memory.execution_result import MAX_NOTES, MAX_TEXT
 
 MAX_KIND = 64  # a fact kind or an override action
 MAX_FACT_KEY = 4096  # a fact key joins several names

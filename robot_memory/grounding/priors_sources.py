@@ -86,9 +86,11 @@ def bundle_priors(root: Path, own_identity: str, embodiment: str) -> list[PriorF
         entry = json.loads(line)
         if entry["kind"] != PRIOR_KIND:
             continue
-        fact = FactRow(0, entry["kind"], entry["key"], None, canonical_json(entry["value"]),
-                       entry["status"], entry["confidence"], entry["n_observations"],
-                       entry["rule_version"], 0, entry["last_updated_ns"])
+        fact = FactRow(id=0, kind=entry["kind"], key=entry["key"],
+                       value_json=canonical_json(entry["value"]), status=entry["status"],
+                       confidence=entry["confidence"], n_observations=entry["n_observations"],
+                       rule_version=entry["rule_version"], last_supporting_event_id=0,
+                       last_updated_ns=entry["last_updated_ns"])
         facts.append(PriorFact(identity, manifest.agent_id, str(root), fact))
     return facts
 
@@ -117,8 +119,10 @@ def fleet_priors(url: str, own_identity: str, embodiment: str) -> list[PriorFact
     finally:
         engine.dispose()
     return [PriorFact(row.identity_hash, row.agent_id or "", FLEET_ORIGIN,
-                      FactRow(row.id, row.fact_kind, row.fact_key, None, row.fact_value_json,
-                              row.status, row.confidence, row.n_observations,
-                              row.rule_version, row.last_supporting_event_id,
-                              row.last_updated_ns))
+                      FactRow(id=row.id, kind=row.fact_kind, key=row.fact_key,
+                              value_json=row.fact_value_json, status=row.status,
+                              confidence=row.confidence, n_observations=row.n_observations,
+                              rule_version=row.rule_version,
+                              last_supporting_event_id=row.last_supporting_event_id,
+                              last_updated_ns=row.last_updated_ns))
             for row in rows]

@@ -23,6 +23,9 @@ REASON_NO_CLOSE_CASE = "no_close_case"
 REASON_ONLY_CANDIDATES = "only_candidates"
 REASON_CONTESTED = "contested"
 REASON_BELOW_CONFIDENCE = "below_confidence"
+# Confident enough as stored, but the evidence is old next to the robot's newest
+# (grounding_server's stale_half_life_s): the world may have changed since.
+REASON_STALE = "stale"
 REASON_IDENTITY_UNVERIFIED = "identity_unverified"
 REASON_INVALID_REQUEST = "invalid_request"
 

@@ -4,6 +4,6 @@
 service through `ingest.Ingest`, `robot-memory ingest`, `import-bag`) hands it a
 result's fields and gets back the event to append or the refusal, counted by reason.
 `records` validates (with `privacy`, the privacy boundary), `receipt` applies the
-receiver's clock, `result_cdr` reads a serialized result, `json_lines` a line of a
-JSON-lines file. ROS-free.
+receiver's clock, `json_lines` reads a line of a JSON-lines file (a serialized result
+is read by wire/execution_result.py). ROS-free.
 """

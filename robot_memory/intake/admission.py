@@ -97,7 +97,8 @@ class Admission:
                 self.clock_skew += 1
         if receipt is not None:
             receipt.record_in(payload)
-        return NewEvent(EXECUTION_RESULT, payload, stamp_ns, True, True)
+        return NewEvent(EXECUTION_RESULT, payload, stamp_ns, as_decoded=True,
+                        checked_result=True)
 
     def check_request_id(self, request_id: str, source: str,
                          received_ns: int = 0) -> Refused | None:

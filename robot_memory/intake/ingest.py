@@ -326,8 +326,8 @@ class Ingest:
                 appended = batch
                 if requests:  # else no lookup: the topic path pays nothing
                     appended, answered = self._answer_retries(batch)
-                stored = self.partition.append_fields_in(self._conn,
-                                                         [item.event for item in appended])
+                stored = self.partition.append_in(self._conn,
+                                                  [item.event for item in appended])
                 if requests:
                     self._record_requests(batch, appended, stored, answered)
         except Exception as exc:  # the driver's errors vary; none may lose a queued result
@@ -349,11 +349,11 @@ class Ingest:
             self.written += sum(1 for item in appended if item.counted)
             self._in_flight, self._in_flight_count = None, 0
             self.last_error = ""
-            for item, fields in zip(appended, stored):
+            for item, event in zip(appended, stored):
                 if item.ack is not None:
                     self._acks_waiting -= 1
                     self._requests_waiting -= item.request is not None
-                    item.ack.set_result(StoredEvent(*fields))
+                    item.ack.set_result(event)
             for item in batch if answered else ():
                 if id(item) in answered:
                     self._answer(item, answered[id(item)])
@@ -383,12 +383,13 @@ class Ingest:
                 appended.append(item)
         return appended, answered
 
-    def _record_requests(self, batch: list[_Item], appended: list[_Item], stored: list[tuple],
+    def _record_requests(self, batch: list[_Item], appended: list[_Item],
+                         stored: list[StoredEvent],
                          answered: dict[int, RecordedRequest | None]) -> None:
         """Record the request ids of the appended events (same transaction), and give
         the batch's repeats of those ids their record."""
-        new = {item.request[0]: RecordedRequest(fields[0], fields[1], item.request[1])
-               for item, fields in zip(appended, stored) if item.request is not None}
+        new = {item.request[0]: RecordedRequest(event.id, event.seq, item.request[1])
+               for item, event in zip(appended, stored) if item.request is not None}
         self.partition.record_requests_in(self._conn, new)
         for item in batch:
             if answered.get(id(item), False) is None:

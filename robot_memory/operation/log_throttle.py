@@ -1,12 +1,13 @@
 """At most one log line per kind and period, saying how many it held back.
 
-A node that rejects a flood of results (a skill publishing NaN forces at 1 kHz, a full
-backlog) must not spend its CPU on log lines: each line costs rclpy about 1.5 ms (it
-identifies the calling frame on every call, even for a call its `throttle_duration_sec`
-then drops), so one line per rejected result would take more than a core at 1,000/s.
 Every rejection is still counted where it happens (diagnostics); the log says the
 first one of each kind at once and then at most one per period, with the number held
 back in between. ROS-free.
+
+Why: a node that rejects a flood of results (a skill publishing NaN forces at 1 kHz, a
+full backlog) must not spend its CPU on log lines, and a line is dear in rclpy: it
+identifies the calling frame on every call, even for a call its `throttle_duration_sec`
+then drops (docs/performance.md, "Why the code is shaped this way").
 """
 
 from __future__ import annotations

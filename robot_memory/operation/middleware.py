@@ -1,26 +1,25 @@
 """Fast DDS settings the nodes need and rclpy's QoS cannot express.
 
-A reader of rmw_fastrtps keeps its samples in a pool whose slots keep, for the reader's
-life, the size of the largest sample each one has held (rmw_fastrtps's history memory
-policy, PREALLOCATED_WITH_REALLOC). A producer that sends a few oversized results among
-the valid ones therefore grows every slot of the logger's reader to their size: with
-1.6 MB results at 3/s among 200 valid ones a second, a plain rclpy reader grew from 66 to
-126 MB in a minute and never gave it back; the same reader with DYNAMIC (allocated on
-arrival, freed once taken) stayed at 68 MB. The policy is not a ROS QoS, so it comes from
-a Fast DDS profile file, `config/fastdds_profiles.xml`, which also keeps rmw_fastrtps's
-other defaults (synchronous publication, no data sharing). The same file bounds a reader's
-history at 100,000 samples: Fast DDS's default, 5,000, is where a logger that fell behind
-in a burst made the publishers' KEEP_LAST histories overwrite results (a reader that paused
-4 s during 15,000 results at 5,000/s lost 3,507 at 5,000, none at 100,000).
+A Fast DDS profile file, `config/fastdds_profiles.xml`, gives readers the DYNAMIC history
+memory policy (a sample's memory allocated on arrival, freed once taken) and bounds a
+reader's history at 100,000 samples; it keeps rmw_fastrtps's other defaults (synchronous
+publication, no data sharing). It applies to a node process that uses rmw_fastrtps (the
+default RMW) when the user has chosen no Fast DDS profile of their own:
+FASTDDS_DEFAULT_PROFILES_FILE, FASTRTPS_DEFAULT_PROFILES_FILE or
+RMW_FASTRTPS_USE_QOS_FROM_XML set means theirs wins. Set before rclpy starts the
+middleware (entry.run), in the process's own environment. Fast DDS 2 (Humble, Jazzy)
+reads the file from FASTRTPS_DEFAULT_PROFILES_FILE only; Fast DDS 3 (Kilted on) from
+FASTDDS_DEFAULT_PROFILES_FILE, and warns at every start that the other name is
+deprecated: so the name follows the distribution (ROS_DISTRO on a ROS install, rclpy's
+version where it came from PyPI), and both are set when neither tells.
 
-It applies to a node process that uses rmw_fastrtps (the default RMW) when the user has
-chosen no Fast DDS profile of their own: FASTDDS_DEFAULT_PROFILES_FILE,
-FASTRTPS_DEFAULT_PROFILES_FILE or RMW_FASTRTPS_USE_QOS_FROM_XML set means theirs wins.
-Set before rclpy starts the middleware (entry.run), in the process's own environment.
-Fast DDS 2 (Humble, Jazzy) reads the file from FASTRTPS_DEFAULT_PROFILES_FILE only; Fast
-DDS 3 (Kilted on) from FASTDDS_DEFAULT_PROFILES_FILE, and warns at every start that the
-other name is deprecated: so the name follows the distribution (ROS_DISTRO on a ROS
-install, rclpy's version where it came from PyPI), and both are set when neither tells.
+Why DYNAMIC: by default (PREALLOCATED_WITH_REALLOC) each slot of a reader's pool keeps,
+for the reader's life, the size of the largest sample it has held, so a producer that
+sends a few oversized results among the valid ones grows every slot of the logger's
+reader to their size, for good. The policy is not a ROS QoS, hence the profile file.
+Why 100,000: at Fast DDS's default, 5,000, a logger that fell behind in a burst made the
+publishers' KEEP_LAST histories overwrite results. The measurements:
+docs/performance.md, "Why the code is shaped this way".
 """
 
 from __future__ import annotations

@@ -34,9 +34,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from robot_memory.canonical import canonical_json
+from robot_memory.canonical import canonical_json, sha256_hex
 from robot_memory.errors import InputError
-from robot_memory.evidence.witness import key_id  # the same short name as checkpoints'
 
 # Signed bytes start with this: a credential's signature can never pass for a signed
 # checkpoint (witness.SIGNING_CONTEXT) or anything else made with the same key.
@@ -104,6 +103,12 @@ class OperatorKey:
 # -- keys -----------------------------------------------------------------------------
 def _raw(public_key: Ed25519PublicKey) -> bytes:
     return public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def key_id(public_key: Ed25519PublicKey) -> str:
+    """A short name of a public key (first 16 hex digits of SHA-256 of its raw bytes); the
+    same for an operator's key and a checkpoint key (evidence/witness.py)."""
+    return sha256_hex(_raw(public_key).hex())[:16]
 
 
 def check_name(name: str) -> str:

@@ -11,7 +11,7 @@ What never leaves the live store (`stays_live`):
   consolidation run: overrides (the pass re-reads them, and they name the facts a human
   corrected), conflicts (what a contested fact points at), identity checks, imports,
   migrations, earlier compactions and forgotten segments;
-- results that failed for a safety-relevant reason (RulesConfig.safety_failure_reasons):
+- results that failed for a safety-relevant reason (SAFETY_FAILURE_REASONS, the rules' default):
   catastrophic outcomes persist.
 
 Order of work, each step safe to interrupt: the segment is written and synced under its
@@ -33,14 +33,14 @@ from pathlib import Path
 from sqlalchemy import select
 
 from robot_memory.canonical import plain_json_loads
-from robot_memory.consolidation.checkpoint import read_checkpoint
-from robot_memory.consolidation.rules.base import RulesConfig
 from robot_memory.errors import StoreFailure
 from robot_memory.event_kinds import (COMPACTION, CONSOLIDATION_RUN, EXECUTION_RESULT,
                                       FACT_CONSULTATION, PRIVACY_REJECTION)
+from robot_memory.execution_result import SAFETY_FAILURE_REASONS
 from robot_memory.retention.segments import SegmentError, SegmentRow, segment_name, write_segment
 from robot_memory.store import (GENESIS_HASH, Compaction, NewEvent, Partition, compactions,
                                 kept_digest, remove_range)
+from robot_memory.store.checkpoint import read_checkpoint
 from robot_memory.store.schema import events
 
 COMPACTABLE_KINDS = frozenset({EXECUTION_RESULT, FACT_CONSULTATION, PRIVACY_REJECTION,
@@ -135,7 +135,7 @@ def seq_before(partition: Partition, *, event_id: int | None = None,
 
 def compact(partition: Partition, until_seq: int, archive_dir: Path, *,
             stamp_ns: int | None = None,
-            safety_reasons: frozenset[str] = frozenset(RulesConfig().safety_failure_reasons)
+            safety_reasons: frozenset[str] = frozenset(SAFETY_FAILURE_REASONS)
             ) -> CompactionReport:
     """Compact the identity's chain from the end of the last compaction up to `until_seq`
     (lowered to what consolidation has folded) into a segment in `archive_dir`."""

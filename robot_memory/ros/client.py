@@ -5,8 +5,9 @@
                           intent_id="intent-42")        # blocks up to timeout_s
     if result.ok:
         prompt = format_grounding_block(result.facts) + prompt
+        force = result.recommended_parameters().get("force_n")  # the skill fact's
     else:
-        ...  # result.reason_code: no_fact, only_candidates, contested, below_confidence, ...
+        ...  # result.reason_code: no_fact, only_candidates, contested, stale, ...
 
 `query` waits on a future, so the node must be spun by another thread (a
 MultiThreadedExecutor or a background spin); `query_async` returns the future.
@@ -29,6 +30,7 @@ STATUS_NAMES = {GroundingQuery.Response.OK: "OK", GroundingQuery.Response.ABSTAI
                 GroundingQuery.Response.ANALOGY: "ANALOGY",
                 GroundingQuery.Response.PRIOR: "PRIOR"}
 REASON_TIMEOUT = "timeout"
+SKILL_SUCCESS_RATE = "skill_success_rate"
 REASON_UNAVAILABLE = "service_unavailable"
 
 
@@ -52,6 +54,20 @@ class GroundingResult:
         """True only for status OK (facts to use); ABSTAIN, ANALOGY, PRIOR and the rest
         are False: an analogy or a prior is not this robot's knowledge of the target."""
         return self.status == "OK"
+
+    def skill_fact(self):
+        """The skill_success_rate fact of the answer (the highest ranked, when the request
+        left the environment open and several environments have one), or None. The
+        answer's first fact may be another kind: a context fact such as the target's mass
+        ranks above it when its confidence is higher."""
+        return next((f for f in self.facts if f.kind == SKILL_SUCCESS_RATE), None)
+
+    def recommended_parameters(self) -> dict[str, float]:
+        """The skill fact's recommended parameters by name, e.g. {"force_n": 25.0}; empty
+        when the answer has no skill fact (it is not OK, or the request asked for other
+        kinds only)."""
+        fact = self.skill_fact()
+        return {} if fact is None else {kv.key: kv.value for kv in fact.recommended_parameters}
 
 
 class GroundingClient:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from builtin_interfaces.msg import Time
 
 from robot_memory.grounding.analogies import Analogy
-from robot_memory.wire.fact_array import FactArray, fact_array_from_cdr, served_fields
+from robot_memory.wire.semantic_fact import FactArray
 from robot_memory.grounding.request import GroundingRequest
 from rclpy.serialization import deserialize_message
 
@@ -16,9 +17,14 @@ from robot_memory.msg import (AnalogyProperty, ExecutionResult, KeyValue, PriorS
                               SemanticFact, SemanticFactArray)
 from robot_memory.msg import Prior as PriorMsg
 from robot_memory.grounding.priors import Prior
+from robot_memory.grounding.served import served_fields
 from robot_memory.wire import execution_result as result_cdr
+from robot_memory.wire import semantic_fact as fact_cdr
 from robot_memory.intake.records import ExecutionRecord, message_fields
-from robot_memory.store import FactRow
+from robot_memory.store import FactRow, fact_row_from_columns
+
+# Told that a hand-written codec was passed over for rclpy's: (message type, why).
+PassedOver = Callable[[str, str], None]
 
 
 def stamp_to_ns(stamp: Time) -> int:
@@ -37,11 +43,17 @@ def _deserialized(data: bytes) -> ExecutionResult:
     return deserialize_message(data, ExecutionResult)
 
 
-# The fields of a serialized ExecutionResult (intake/result_cdr.py): read from the bytes
-# (much cheaper than building the message object); what that reader does not handle
+# The fields of a serialized ExecutionResult (wire/execution_result.py): read from the
+# bytes (much cheaper than building the message object); what that reader does not handle
 # (another encoding) goes through rclpy's deserialization. A partial: no Python frame of
 # its own per result.
 serialized_result_fields = partial(result_cdr.serialized_result_fields, _deserialized)
+
+
+def result_reader(passed_over: PassedOver) -> Callable[[bytes], dict]:
+    """serialized_result_fields, telling `passed_over` of each result rclpy had to read."""
+    return partial(result_cdr.serialized_result_fields, _deserialized,
+                   passed_over=passed_over)
 
 
 def record_to_msg(record: ExecutionRecord) -> ExecutionResult:
@@ -74,20 +86,33 @@ def fact_to_msg(fact: FactRow) -> SemanticFact:
     return msg
 
 
+def fact_element(fact: FactRow) -> bytes:
+    """The SemanticFact fact_to_msg makes, serialized (wire/semantic_fact.py) as an
+    element of a SemanticFactArray."""
+    return fact_cdr.fact_element(fact, *served_fields(fact.peek_value()))
+
+
 def fact_from_msg(msg: SemanticFact) -> FactRow:
-    return FactRow(msg.fact_id, msg.kind, msg.key, None, msg.value_json,  # parsed on use
-                   msg.status, msg.confidence, msg.n_observations, msg.rule_version,
-                   msg.last_supporting_event_id, stamp_to_ns(msg.last_updated))
+    return FactRow(id=msg.fact_id, kind=msg.kind, key=msg.key,
+                   value_json=msg.value_json,  # parsed on use
+                   status=msg.status, confidence=msg.confidence,
+                   n_observations=msg.n_observations, rule_version=msg.rule_version,
+                   last_supporting_event_id=msg.last_supporting_event_id,
+                   last_updated_ns=stamp_to_ns(msg.last_updated))
 
 
-def fact_array_from_serialized(data: bytes) -> FactArray:
+def fact_array_from_serialized(data: bytes, passed_over: PassedOver | None = None
+                               ) -> FactArray:
     """A serialized SemanticFactArray's facts as FactRows: read from the bytes
-    (fact_array_cdr.py), and only what that reader does not handle through rclpy, which
-    raises for bytes that are not a SemanticFactArray."""
-    array = fact_array_from_cdr(data)
+    (wire/semantic_fact.py), and only what that reader does not handle through rclpy
+    (then told to `passed_over`), which raises for bytes that are not a
+    SemanticFactArray."""
+    array = fact_cdr.fact_array_from_cdr(data, fact_row_from_columns)
     if array is not None:
         return array
     msg = deserialize_message(data, SemanticFactArray)
+    if passed_over is not None:
+        passed_over("SemanticFactArray", fact_cdr.left_to_rclpy(data))
     return FactArray(msg.identity_hash, msg.run_event_id, msg.previous_run_event_id,
                      [fact_from_msg(f) for f in msg.facts])
 

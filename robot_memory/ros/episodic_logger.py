@@ -34,7 +34,7 @@ from robot_memory.intake.ingest import LOSS_CAUSES, Ingest, Refused, StoreWriteF
 from robot_memory.intake.requests import Replayed, RequestIdReused
 from robot_memory.operation.log_throttle import LogThrottle, held_back
 from robot_memory.msg import ExecutionResult
-from robot_memory.ros.conversions import result_fields, serialized_result_fields
+from robot_memory.ros.conversions import result_fields, result_reader
 from robot_memory.ros.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher
 from robot_memory.operation.heap import WORTH_RELEASING_MB, release_freed_memory
 from robot_memory.ros.logger_intake import (HOLD_AT_MOST, IntakeThread, TakenByIntake,
@@ -42,7 +42,7 @@ from robot_memory.ros.logger_intake import (HOLD_AT_MOST, IntakeThread, TakenByI
 from robot_memory.ros.managed_node import ManagedMemoryNode
 from robot_memory.ros.params import declare_parameters
 from robot_memory.ros.qos import execution_results_reader_qos
-from robot_memory.ros.rclpy_internals import poll_event
+from robot_memory.ros.rclpy_internals import poll_event, taking
 from robot_memory.intake.redelivery import Redelivery, sample_of, stored_samples
 from robot_memory.ros.spin import NodeSpec, run_node
 from robot_memory.ros.unheard_publishers import UnheardPublishers
@@ -83,6 +83,8 @@ class EpisodicLogger(ManagedMemoryNode):
         self._written_at_last_status = (0, time.monotonic())
         self._written_at_last_trim = 0
         self.diagnostics = DiagnosticsPublisher(self)
+        # A result's fields, read from its bytes; one that rclpy has to read is said once.
+        self._read_result = result_reader(self.diagnostics.fast_path_off)
         self._reader_qos = execution_results_reader_qos(self.params["history_depth"],
                                                         self.params["keep_all_history"],
                                                         self.params["durable_results"])
@@ -176,9 +178,8 @@ class EpisodicLogger(ManagedMemoryNode):
         """Take and count what the readers still hold (a reader's history is bounded)."""
         count = 0
         for subscription in list(self._result_subscriptions.values()):
-            with subscription.handle:
-                take, msg_type = subscription.handle.take_message, subscription.msg_type
-                while count < at_most and take(msg_type, True) is not None:
+            with taking(subscription) as take:
+                while count < at_most and take() is not None:
                     count += 1
         return count
 
@@ -225,16 +226,15 @@ class EpisodicLogger(ManagedMemoryNode):
         received_ns = self.get_clock().now().nanoseconds
         redelivered = 0
         take_received = ingest.take_received  # once per result: no lookups in the loop
+        read_result = self._read_result
         for topic, subscription in list(self._result_subscriptions.items()):
             events = []
             room = min(HOLD_AT_MOST, ingest.max_pending) - ingest.pending
             try:
-                # rclpy has no public take: its own wait_for_message and executors take
-                # this way (Subscription.handle.take_message, on Jazzy and Kilted alike).
-                with subscription.handle:
-                    take, msg_type = subscription.handle.take_message, subscription.msg_type
+                # rclpy has no public take (ros/rclpy_internals.py).
+                with taking(subscription) as take:
                     for _ in range(max(0, room)):
-                        taken = take(msg_type, True)
+                        taken = take()
                         if taken is None:
                             break
                         taken_any = True
@@ -245,8 +245,7 @@ class EpisodicLogger(ManagedMemoryNode):
                             redelivered += 1
                             continue
                         # The result's event, read from the serialized bytes, or why not.
-                        event = take_received(serialized_result_fields, data, topic,
-                                              received_ns, sample)
+                        event = take_received(read_result, data, topic, received_ns, sample)
                         if isinstance(event, Refused):
                             self._log_refusal(event, topic)
                         else:

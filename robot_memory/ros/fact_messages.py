@@ -1,11 +1,12 @@
 """What `ground` converts per answer, made once: the SemanticFact message of each fact
 it serves, the whole answer to each distinct question, and its consultation ids.
 
-Building a fact's message parses its value JSON and fills a dozen typed fields: three
-fifths of the handler's time when it was done for every answer, for the same few facts a
-planner asks about again and again. A fact's row is never changed in place (a pass's
-delta brings a new row), so the message made from a row stays right for as long as that
-row is the one served.
+A fact's row is never changed in place (a pass's delta brings a new row), so the message
+made from a row stays right for as long as that row is the one served.
+
+Why: building a fact's message parses its value JSON and fills a dozen typed fields, and
+done for every answer it was most of the handler's time, for the same few facts a planner
+asks about again and again (docs/performance.md, "Why the code is shaped this way").
 """
 
 from __future__ import annotations
@@ -60,11 +61,13 @@ class FactMessages:
 
 class AnswerMemo:
     """The answer, and its response message, to each distinct request, for as long as the
-    index and the priors it came from are the ones served. A planner asks the same few
-    questions at 10-100 Hz, and an immutable index answers a question the same way until
-    a pass's delta swaps in a new one; the lookup and the message were a third of what
-    the server added to a round trip. Bounded: full, it starts over. One thread only
-    (the `ground` handler's)."""
+    index and the priors it came from are the ones served. Bounded: full, it starts
+    over. One thread only (the `ground` handler's).
+
+    Why: a planner asks the same few questions many times a second, and an immutable
+    index answers a question the same way until a pass's delta swaps in a new one, while
+    the lookup and the message were a large share of what the server added to a round
+    trip (docs/performance.md, "Why the code is shaped this way")."""
 
     def __init__(self, capacity: int = 1024):
         self.capacity = capacity
@@ -91,8 +94,9 @@ class AnswerMemo:
 
 class ConsultationIds:
     """32 hex digits, as a uuid4's, unique across the robot's processes: 64 random bits
-    drawn once per process, then a counter. Drawing 128 random bits per answer (uuid4)
-    cost a system call each, about a tenth of the handler's time on a busy machine."""
+    drawn once per process, then a counter. Not a uuid4 per answer: its random bits
+    cost a system call each, a noticeable share of the handler's time
+    (docs/performance.md, "Why the code is shaped this way")."""
 
     def __init__(self):
         self._prefix = secrets.token_hex(8)

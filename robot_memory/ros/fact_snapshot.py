@@ -1,20 +1,20 @@
 """The latched `facts` snapshot, held as each fact's serialized bytes.
 
-A SemanticFact message object costs about 2 KB of Python objects (its Time, its
-KeyValue list, a dozen boxed fields) for a 450-byte value; 10^4 of them were the
-consolidator's largest allocation, and converting them all to C on every publish its
-largest cost per pass. Each fact is kept instead as its CDR encoding, written straight
-from its FactRow once when it changes (fact_array_cdr.fact_element), and the array
-message is framed around them: a SemanticFactArray's sequence is its elements'
-encodings, each starting 8-byte aligned (SemanticFact begins with an int64), behind the
-header fields. Both are checked against the RMW's own serializer once per process
-(`framing_supported`): where the encoding is another one (big-endian, XCDR2), the
-snapshot keeps message objects instead.
+Each fact is kept as its CDR encoding, written straight from its FactRow once when it
+changes (ros/conversions.fact_element), and the array message is framed around them
+(wire/semantic_fact.frame_fact_array). Both are checked against the RMW's own serializer
+once per process (`framing_problem`): where the encoding is another one (big-endian,
+XCDR2), the snapshot keeps message objects instead, and the node says so
+(`fast_path_off`).
+
+Why bytes: a SemanticFact message object (its Time, its KeyValue list, a dozen boxed
+fields) costs several times its value's size in Python objects; at 10^4 facts they were
+the consolidator's largest allocation, and converting them all to C on every publish its
+largest cost per pass (docs/performance.md, "Why the code is shaped this way").
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -22,29 +22,13 @@ from builtin_interfaces.msg import Time
 from rclpy.serialization import deserialize_message, serialize_message
 
 from robot_memory.consolidation.fact_schemas import stored_fact_problem
-from robot_memory.wire.fact_array import fact_element, put_padding, put_text
 from robot_memory.msg import SemanticFact, SemanticFactArray
-from robot_memory.ros.conversions import fact_to_msg
+from robot_memory.ros.conversions import fact_element, fact_to_msg
 from robot_memory.store import FactRow
-
-CDR_LE = b"\x00\x01\x00\x00"  # encapsulation: plain CDR, little-endian, no options
+from robot_memory.wire.cdr import PLAIN_LE, encapsulation_problem
+from robot_memory.wire.semantic_fact import frame_fact_array
 
 FactKey = tuple[str, str]
-
-
-def frame_fact_array(identity_hash: str, run_event_id: int, previous_run_event_id: int,
-                     stamp: Time, elements: list[bytes]) -> bytes:
-    """A serialized SemanticFactArray (header.frame_id empty) around fact elements."""
-    body = bytearray(struct.pack("<iI", stamp.sec, stamp.nanosec))
-    put_text(body, "")  # header.frame_id
-    put_text(body, identity_hash)
-    put_padding(body, 8)
-    body += struct.pack("<qqI", run_event_id, previous_run_event_id, len(elements))
-    for element in elements:
-        put_padding(body, 8)
-        body += element
-    put_padding(body, 4)
-    return CDR_LE + body  # bytes: the left operand's type
 
 
 def _sample_facts() -> list[FactRow]:
@@ -53,35 +37,48 @@ def _sample_facts() -> list[FactRow]:
     values = ['{"rate":0.25,"recommended_parameters":{"f":{"median":2.5}}}', "{}",
               '{"recommended_parameters":{"a":{"median":1.0},"bb":{"median":-3.5}}}',
               '{"rate":1,"note":"grüße"}', '{"rate":null}']
-    return [FactRow(i + 1, "k" * (i + 1), "key" + "é" * i, None, values[i], "active",
-                    0.5, i, "v1.0", 7 * i, i * 1_000_000_001 + 1)
+    return [FactRow(id=i + 1, kind="k" * (i + 1), key="key" + "é" * i, value_json=values[i],
+                    status="active", confidence=0.5, n_observations=i, rule_version="v1.0",
+                    last_supporting_event_id=7 * i, last_updated_ns=i * 1_000_000_001 + 1)
             for i in range(5)]
 
 
 @lru_cache(maxsize=1)
-def framing_supported() -> bool:
-    """Whether fact_element and frame_fact_array give what the RMW's serializer gives
-    for the same facts: the same length, and the same message once deserialized (padding
-    bytes are left unset by it)."""
+def framing_problem() -> str | None:
+    """None when fact_element and frame_fact_array give what the RMW's serializer gives
+    for the same facts (the same length, and the same message once deserialized: padding
+    bytes are left unset by it); else how they differ."""
     facts = _sample_facts()
     reference = SemanticFactArray(identity_hash="abcdefg", run_event_id=9,
                                   previous_run_event_id=8,
                                   facts=[fact_to_msg(f) for f in facts])
     reference.header.stamp = Time(sec=11, nanosec=12)
     expected = serialize_message(reference)
-    if not expected.startswith(CDR_LE):
-        return False
-    framed = frame_fact_array("abcdefg", 9, 8, Time(sec=11, nanosec=12),
-                              [fact_element(f) for f in facts])
-    return (len(framed) == len(expected)
-            and deserialize_message(framed, SemanticFactArray) == reference)
+    if not expected.startswith(PLAIN_LE):
+        return "the RMW serializes SemanticFactArray with " + encapsulation_problem(
+            expected, PLAIN_LE)
+    framed = frame_fact_array("abcdefg", 9, 8, 11, 12, [fact_element(f) for f in facts])
+    if len(framed) != len(expected):
+        return (f"the framed SemanticFactArray takes {len(framed)} bytes, the RMW's "
+                f"serialization {len(expected)}")
+    if deserialize_message(framed, SemanticFactArray) != reference:
+        return "the framed SemanticFactArray deserializes to another message"
+    return None
+
+
+def framing_supported() -> bool:
+    """Whether the snapshot is kept as bytes (framing_problem finds nothing)."""
+    return framing_problem() is None
 
 
 class FactSnapshot:
     """Every fact of the identity, ready to publish as one latched array."""
 
     def __init__(self) -> None:
-        self._framed = framing_supported()
+        # Why the facts are kept as message objects rather than bytes (None: as bytes),
+        # for the node to say.
+        self.fast_path_off = framing_problem()
+        self._framed = self.fast_path_off is None
         self._facts: dict[FactKey, bytes | SemanticFact] = {}
         # Facts that cannot be published, by (kind, key): why. Each is left out of the
         # snapshot and the deltas, alone; the node logs and counts them.
@@ -114,16 +111,16 @@ class FactSnapshot:
     def delta(self, facts: list[FactRow], identity_hash: str, run_event_id: int,
               previous_run_event_id: int, stamp: Time) -> bytes | SemanticFactArray:
         """Take these changed facts in, and give the array of them alone to publish:
-        framed around the same encodings the snapshot keeps (each fact is encoded once;
-        rclpy serializing a pass's delta of 1,500 facts held the interpreter for 25 ms,
-        in the process that answers `ground`)."""
+        framed around the same encodings the snapshot keeps (each fact is encoded once:
+        rclpy serializing a pass's delta holds the interpreter, in the process that
+        answers `ground`)."""
         self.update(facts)
         encoded = self._facts
         changed = [encoded[key] for key in [(fact.kind, fact.key) for fact in facts]
                    if key in encoded]
         if self._framed:
             return frame_fact_array(identity_hash, run_event_id, previous_run_event_id,
-                                    stamp, changed)
+                                    stamp.sec, stamp.nanosec, changed)
         msg = SemanticFactArray(identity_hash=identity_hash, facts=changed,
                                 run_event_id=run_event_id,
                                 previous_run_event_id=previous_run_event_id)
@@ -135,7 +132,7 @@ class FactSnapshot:
         """What to hand to Publisher.publish: serialized bytes, or the message."""
         if self._framed:
             return frame_fact_array(identity_hash, run_event_id, previous_run_event_id,
-                                    stamp, list(self._facts.values()))
+                                    stamp.sec, stamp.nanosec, list(self._facts.values()))
         msg = SemanticFactArray(identity_hash=identity_hash, facts=list(self._facts.values()),
                                 run_event_id=run_event_id,
                                 previous_run_event_id=previous_run_event_id)

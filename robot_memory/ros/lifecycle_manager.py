@@ -28,8 +28,8 @@ TRANSITION_IDS = {"configure": Transition.TRANSITION_CONFIGURE,
 
 CALL_TIMEOUT_S = 5.0
 # Once every node is active, each is asked at this period instead: every get_state wakes
-# the asked node's executor (about a millisecond of its CPU), and a restarted node is
-# still found, only up to this much later.
+# the asked node's executor and costs it some CPU (docs/performance.md, "Why the code is
+# shaped this way"), and a restarted node is still found, only up to this much later.
 WATCH_PERIOD_S = 2.0
 # What rcl_lifecycle publishes transition events with (reliable, keep last 10).
 TRANSITION_EVENT_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)

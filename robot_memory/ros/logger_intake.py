@@ -15,13 +15,13 @@ from robot_memory.operation.log_throttle import LogThrottle, held_back
 
 # Results are taken while fewer than this many wait for the writer; the rest wait in the
 # reader's history (config/fastdds_profiles.xml: up to 100,000, each freed once taken) as
-# DDS bytes, about 0.55 KB a result, where in Python, validated and queued, then encoded
-# for its transaction, one costs about 2.5 KB: a logger whose writer stalled 5 s during
-# a 15,000-result burst at 5,000/s grew 23 MB with 5,000 here, 10 MB with 1,000 (all
-# stored either way). 1,000 is 0.5 s at 2,000 results/s: a round at a steady rate never
-# reaches it; past it (a burst, a stalled writer), the intake takes again as soon as the
-# writer has caught up to half of it (IntakeThread), not a period later. It is also a
-# round's most per topic, so lost events are polled.
+# DDS bytes, several times smaller than a result validated, queued and encoded in Python
+# (docs/performance.md, "Why the code is shaped this way": what a stalled writer cost
+# with 5,000 here and with 1,000). It is well above what a round gathers at the logger's
+# sustained intake, so a round at a steady rate never reaches it; past it (a burst, a
+# stalled writer), the intake takes again as soon as the writer has caught up to half of
+# it (IntakeThread), not a period later. It is also a round's most per topic, so lost
+# events are polled.
 HOLD_AT_MOST = 1000
 
 
@@ -50,13 +50,15 @@ def _taken_by_intake_only(_data) -> None:
 
 
 class IntakeThread:
-    """Calls `take` every `period_s` seconds on a thread of its own until stopped. The
-    executor's timer did this before: each of its wake-ups rebuilt rclpy's wait set for
-    the whole node (about 1 ms of CPU, 20 times a second), more than the results cost at
-    a few hundred per second. A round that left results in the reader for want of room
-    (`take` returned True) is followed by the next one as soon as `room(period_s)` returns
-    (the writer has caught up), so that a small bound on what is held in Python does not
-    bound the rate at which a backlog is drained."""
+    """Calls `take` every `period_s` seconds on a thread of its own until stopped. A round
+    that left results in the reader for want of room (`take` returned True) is followed
+    by the next one as soon as `room(period_s)` returns (the writer has caught up), so
+    that a small bound on what is held in Python does not bound the rate at which a
+    backlog is drained.
+
+    Why a thread: the executor's timer did this before, and each of its wake-ups rebuilt
+    rclpy's wait set for the whole node, which cost more than the results themselves at
+    a few hundred a second (docs/performance.md, "Why the code is shaped this way")."""
 
     def __init__(self, period_s: float, take, logger, room=None):
         self._period, self._take, self._logger = period_s, take, logger

@@ -22,14 +22,14 @@ FACTS_DELTA_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
 # port and segment hold a few hundred results; a burst outruns them whenever the reader's
 # receive thread is not scheduled for a moment) is sent again only while the publisher
 # still holds it, so a publisher must hold every result of a burst until the logger's
-# reader has acknowledged it. With depth 1,000, 6,000 results published at once while the
-# logger's writer was stalled lost 338 (dds_lost), and 63-123 of 15,000 at 5,000/s were
-# lost in bench.hostile_input; with 15,000 none. Each held result costs the publisher
-# about 0.55 KB (8.5 MB once it has sent 15,000). Transient-local: a logger that restarts
-# (after kill -9, say) still gets the last BURST_DEPTH results each publisher sent, those
-# published while it was down among them (it stores each once: ros/redelivery.py).
-# Publishers should use this profile: it matches the logger's reader whichever
-# durability that has. docs/operations.md: what a burst of N results needs.
+# reader has acknowledged it: at depth 1,000, results were lost both in a burst sent at
+# once while the logger's writer was stalled and in bench.hostile_input's burst; at
+# BURST_DEPTH, none. Each held result costs the publisher some memory (docs/operations.md
+# and docs/performance.md, "Why the code is shaped this way": how much). Transient-local:
+# a logger that restarts (after kill -9, say) still gets the last BURST_DEPTH results
+# each publisher sent, those published while it was down among them (it stores each once:
+# ros/redelivery.py). Publishers should use this profile: it matches the logger's reader
+# whichever durability that has. docs/operations.md: what a burst of N results needs.
 BURST_DEPTH = 15_000
 EXECUTION_RESULTS_QOS = QoSProfile(depth=BURST_DEPTH, history=HistoryPolicy.KEEP_LAST,
                                    reliability=ReliabilityPolicy.RELIABLE,

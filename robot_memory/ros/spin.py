@@ -18,7 +18,6 @@ import gc
 import signal
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -41,6 +40,8 @@ class NodeSpec:
     (before_destroy) once every executor of the process has stopped."""
 
     make_node: Callable[[], Node]
+    # A SingleThreadedExecutor or a subclass (ros/side_executor.MainExecutor): _Spinner
+    # waits for the callbacks by joining the thread that spins it.
     make_executor: Callable[[], Executor] = SingleThreadedExecutor
     before_destroy: Callable[[Node], None] | None = None
     configure_process: Callable[[], None] | None = None  # process-wide settings it needs
@@ -129,11 +130,13 @@ def run_nodes(specs: list[NodeSpec], args=None) -> None:
 
 
 def settle_heap() -> None:
-    """Once the nodes are up: what exists now (modules, rclpy, SQLAlchemy, type stores:
-    some 10^5 objects) lives as long as the process, so the cyclic collector stops
-    scanning it (gc.freeze), and it runs after 10,000 new container objects instead of
-    700. At 1000 results/s the collector took a tenth of the logger's CPU re-scanning
-    that heap; what a result allocates is freed by reference counting anyway."""
+    """Once the nodes are up: what exists now (modules, rclpy, SQLAlchemy, type stores)
+    lives as long as the process, so the cyclic collector stops scanning it (gc.freeze),
+    and it runs after 10,000 new container objects instead of 700.
+
+    Why: re-scanning that heap cost the logger a noticeable share of its CPU at a high
+    result rate, and what a result allocates is freed by reference counting anyway
+    (docs/performance.md, "Why the code is shaped this way")."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
@@ -142,12 +145,18 @@ def settle_heap() -> None:
 class _Spinner:
     """One node's executor in a thread of its own, spun until the stop request.
 
-    Not executor.spin()/shutdown(): shutdown() destroys the executor's guard condition
-    while a pool thread may still be finishing a callback (which then raises in the
-    executor). Here the loop ends first, then the callbacks in progress finish, and only
-    then is the executor shut down."""
+    Not executor.spin() ended by shutdown(): shutdown() destroys the executor's guard
+    condition while the spinning thread may still be finishing a callback (which then
+    raises in the executor). Here the loop ends first, its callback in progress with it,
+    and only then is the executor shut down."""
 
     def __init__(self, node: Node, executor: Executor, stop: _StopRequest):
+        # Single-threaded: each callback runs in the spin thread, so joining the thread
+        # waits for all of them. rclpy offers no public way to wait, with a time limit,
+        # for the callbacks a MultiThreadedExecutor's pool still runs.
+        if not isinstance(executor, SingleThreadedExecutor):
+            raise TypeError(f"{type(executor).__name__} for {node.get_name()}: a node's "
+                            "executor here is a SingleThreadedExecutor (or a subclass)")
         self.node, self.executor, self.stop = node, executor, stop
         # Triggered to wake the loop at once when the stop request comes. In a group of
         # its own: an executor that waits on one group (side_executor.MainExecutor) waits
@@ -177,13 +186,9 @@ class _Spinner:
         self.stop.event.set()
 
     def finish(self) -> None:
-        """Wait for the loop and for the callbacks still running in a pool, then shut
-        the executor down."""
+        """Wait for the loop, and with it the callback it runs, then shut the executor
+        down."""
         self.thread.join(JOIN_TIMEOUT_S)
-        deadline = time.monotonic() + JOIN_TIMEOUT_S
-        for task in list(getattr(self.executor, "_futures", ())):  # MultiThreadedExecutor's
-            while not task.done() and time.monotonic() < deadline:
-                time.sleep(0.005)
         self.executor.shutdown()
 
 

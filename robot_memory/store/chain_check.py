@@ -66,8 +66,9 @@ def _rehash(partition: Partition, conn: Connection, after_seq: int, until_seq: i
     first one's link is not known (a sample starts mid-chain). Returns (checked, problem).
 
     The rows are read as the driver gives them, the hashes as the 32 bytes the store
-    keeps (schema.Digest) and compared as such: converting two hashes per row to hex
-    and back was a third of a boot check's time."""
+    keeps (schema.Digest) and compared as such: converting two hashes per row to hex and
+    back was a large share of a boot check's time (docs/performance.md, "Why the code is
+    shaped this way")."""
     ident, expected_seq, checked = partition.identity_hash, after_seq + 1, 0
     mark = placeholder(conn)
     query = (f"SELECT id, seq, kind, stamp_ns, payload_json, prev_hash, event_hash FROM events "

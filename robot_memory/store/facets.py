@@ -5,7 +5,6 @@ schema-2 migration), so that no pass decodes JSON."""
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Sequence
 from itertools import repeat
@@ -13,7 +12,7 @@ from operator import itemgetter
 
 from sqlalchemy import Connection, select, text
 
-from robot_memory.intake.records import InvalidRecord, record_from_payload
+from robot_memory.execution_result import InvalidRecord, stored_fields
 from robot_memory.store.bulk import insert_rows, placeholder
 from robot_memory.store.schema import (COMBO_FIELDS, OBSERVATION, PARAMETER, RollupShape,
                                        result_combos, result_facets, result_values)
@@ -29,28 +28,13 @@ def facets_of(payload_json: str, stamp_ns: int) -> tuple[Combo, list[tuple[int, 
 
 def facets_of_payload(payload: dict, stamp_ns: int) -> tuple[Combo, list[tuple[int, str, str]]]:
     """`facets_of` for a payload already decoded from the stored canonical bytes."""
-    get = payload.get
-    skill_id, success = get("skill_id"), get("success")
-    texts = [get(name, "") for name in _TEXT_FIELDS]
-    parameters, observations = get("parameters", {}), get("observations", {})
-    # Every appended result, read without building a record (the same checks as
-    # record_from_payload, which decides whatever does not pass them).
-    if (type(skill_id) is str and skill_id and type(success) is bool
-            and all(type(text) is str for text in texts)
-            and type(parameters) is dict and type(observations) is dict
-            and _finite_numbers(parameters) and _finite_numbers(observations)):
-        target_class, environment, zone, failure_reason = texts[:4]
-    else:
-        try:
-            record = record_from_payload(payload, stamp_ns)
-        except InvalidRecord as exc:
-            return ("", "", "", "", 0, "", 0, exc.reason), []
-        skill_id, success, parameters, observations = (record.skill_id, record.success,
-                                                       record.parameters, record.observations)
-        target_class, environment, zone, failure_reason = (
-            record.target_class, record.environment, record.zone, record.failure_reason)
-    return _facets(skill_id, target_class, environment, zone, success, failure_reason,
-                   parameters, observations)
+    try:
+        fields = stored_fields(payload)
+    except InvalidRecord as exc:
+        return ("", "", "", "", 0, "", 0, exc.reason), []
+    return _facets(fields.skill_id, fields.target_class, fields.environment, fields.zone,
+                   fields.success, fields.failure_reason, fields.parameters,
+                   fields.observations)
 
 
 # The fields facets are made of, read from a payload in one call.
@@ -72,14 +56,6 @@ def _facets(skill_id, target_class, environment, zone, success, failure_reason,
     values = [(PARAMETER, name, repr(float(v))) for name, v in parameters.items()]
     values += [(OBSERVATION, name, repr(float(v))) for name, v in observations.items()]
     return combo, values
-
-
-_TEXT_FIELDS = ("target_class", "environment", "zone", "failure_reason", "intent_id", "notes")
-_NUMBER_TYPES = (float, int)
-
-
-def _finite_numbers(values: dict) -> bool:
-    return all(type(v) in _NUMBER_TYPES and math.isfinite(v) for v in values.values())
 
 
 class ComboIds:

@@ -1,10 +1,11 @@
 """Integrity checks: can the store be trusted before anything is served from it?
 
 Two depths:
-- `boot_check` (what the verifier runs before activating the nodes, well under 2 s at
-  10^6 events): the file is whole, the schema known, every row of the chain is present
-  (count, head), the last verified checkpoint still holds, every event after it
-  re-hashes, and a rotating sample of older events re-hashes too.
+- `boot_check` (what the verifier runs before activating the nodes, bounded so that it
+  stays short on a large store: docs/performance.md, Boot check): the file is whole, the
+  schema known, every row of the chain is present (count, head), the last verified
+  checkpoint still holds, every event after it re-hashes, and a rotating sample of older
+  events re-hashes too.
 - `full_check` (`robot-memory verify --full`, and the verifier in the background after
   boot): SQLite's own integrity_check and a re-hash of every event of every chain.
 At both depths, once a chain is intact, its semantic tier (facts and states) must hash
@@ -129,8 +130,9 @@ def check_store(url: str, identity_hash: str | None = None, full: bool = False,
         return StoreVerdict(False, [f"cannot open store {url}: {str(exc).splitlines()[0]}"],
                             from_foreign(exc, f"--db {url}"))
     # SQLite's own check runs in C without holding the GIL, the chains' re-hash in
-    # Python: started first in a thread of its own, it costs the full check next to
-    # nothing on a second core (at 10^6 events it was 3 of its 7.5 s, run in turn).
+    # Python: started first in a thread of its own, it runs beside the re-hash on a
+    # second core and adds next to nothing to the full check, of which, run in turn, it
+    # was a large part (docs/performance.md, "Why the code is shaped this way").
     pool = ThreadPoolExecutor(1, thread_name_prefix="integrity_check") if full else None
     sqlite_check = pool.submit(sqlite_integrity_problem, store) if pool else None
     try:

@@ -12,7 +12,6 @@ import functools
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, func, insert, select, text
@@ -26,8 +25,10 @@ from robot_memory.store.schema import (GENESIS_HASH, OTHER_THAN_RESULTS, chain_h
                                        events, result_facets)
 
 
-@dataclass(frozen=True)
-class StoredEvent:
+class StoredEvent(NamedTuple):
+    """An event as the log holds it, its payload decoded. A tuple: an append returns one
+    per event it writes, and the logger appends a thousand a second."""
+
     id: int
     seq: int
     kind: str
@@ -39,7 +40,8 @@ class StoredEvent:
 
 class NewEvent(NamedTuple):
     """An event to append. A tuple, not a frozen dataclass: the logger makes a thousand
-    a second, at 0.4 µs each instead of 1.1."""
+    a second, and a tuple is made in a fraction of a frozen dataclass's time
+    (docs/performance.md, "Why the code is shaped this way")."""
 
     kind: str
     payload: dict[str, Any]
@@ -130,12 +132,6 @@ class EventLog:
     def append_in(self, conn: Connection, new_events: Iterable[NewEvent]) -> list[StoredEvent]:
         """Append inside a caller's write transaction (facts and the run event commit
         together)."""
-        return [StoredEvent(*fields) for fields in self.append_fields_in(conn, new_events)]
-
-    def append_fields_in(self, conn: Connection, new_events: Iterable[NewEvent]) -> list[tuple]:
-        """append_in, giving each appended event's StoredEvent fields as a tuple (id, seq,
-        kind, stamp_ns, payload, prev_hash, event_hash): a caller that needs few of them
-        as events (the logger: its acknowledged writes) does not make the rest."""
         seq, prev, chain = self._lock_head(conn)
         self._forget_if_rolled_back(conn, seq, prev)
         inserted = self._combos.inserted
@@ -182,7 +178,7 @@ class EventLog:
         roll_up_blocks(conn, chain, self.store.rollup, (first_seq - 1) // block, seq // block)
         if self._combos.inserted != inserted:
             self._combos_added_at = (seq, prev)
-        return [(ids[row[1]], row[1], row[2], row[3], payload, *link)
+        return [StoredEvent(ids[row[1]], row[1], row[2], row[3], payload, *link)
                 for row, payload, link in zip(rows, kept, links)]
 
     def _forget_if_rolled_back(self, conn: Connection, head_seq: int, head_hash: str) -> None:

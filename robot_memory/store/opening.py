@@ -36,12 +36,13 @@ class MemoryStore:
         keep_open: for a long-lived process (the consolidator node) that checkpoints the
         SQLite write-ahead log itself, when it is idle (checkpoint_log): one idle
         connection is held until close(), and this store's commits do not checkpoint.
-        Otherwise SQLite copies the log back into the database file and syncs it when
-        its LAST connection closes (NullPool: every transaction's own connection, when no
+        Otherwise SQLite copies the log back into the database file and syncs it when its
+        LAST connection closes (NullPool: every transaction's own connection, when no
         other process has the store open) or in the commit that leaves the log over 1000
-        pages: a pass would end by copying back what it just wrote (a sixth of an
-        incremental pass). Commits are what they were: a committed transaction is in the
-        log, and a crash keeps it whole or drops it whole."""
+        pages: a pass would end by copying back what it just wrote (a noticeable share of
+        an incremental pass: docs/performance.md, "Why the code is shaped this way").
+        Commits are what they were: a committed transaction is in the log, and a crash
+        keeps it whole or drops it whole."""
         self.url = url
         self._held: Connection | None = None
         self.migration = None  # the MigrationReport, when this open upgraded the schema

@@ -75,18 +75,19 @@ events = Table(
 )
 # Events of one kind, for every kind but execution_result (schema 5): results are most of
 # the log, and result_facets indexes them by chain position already (with their 64-
-# character identity hash, this index took a tenth of the store). A query uses it only
-# when its WHERE repeats the index's own term (OTHER_THAN_RESULTS, store/log.py):
-# SQLite matches a partial index's condition term by term, it does not infer it from
-# `kind = ?`.
+# character identity hash, this index took a good part of the store: docs/performance.md,
+# "Why the code is shaped this way"). A query uses it only when its WHERE repeats the
+# index's own term (OTHER_THAN_RESULTS, store/log.py): SQLite matches a partial index's
+# condition term by term, it does not infer it from `kind = ?`.
 OTHER_THAN_RESULTS = "kind <> 'execution_result'"
 Index("ix_events_identity_kind_seq_other", events.c.identity_hash, events.c.kind, events.c.seq,
       sqlite_where=text(OTHER_THAN_RESULTS), postgresql_where=text(OTHER_THAN_RESULTS))
 
 # A small number per identity's chain (schema 5), which the result index and its rollups
 # carry instead of the identity hash: they hold several rows per result, and 64
-# characters in each row and index entry were half of what the store kept per result.
-# Rows are only ever added (the first append of an identity adds its row).
+# characters in each row and index entry were much of what the store kept per result
+# (docs/performance.md, "Why the code is shaped this way"). Rows are only ever added (the
+# first append of an identity adds its row).
 chains = Table(
     "chains", metadata,
     Column("chain_id", Integer, primary_key=True, autoincrement=True),
@@ -208,8 +209,9 @@ result_values = Table(
 # results themselves gives. Clustered by block first (WITHOUT ROWID; schema 4): a filled
 # block's rows go at the end of the table, in a few pages. Clustered by the order the
 # pass groups in (schema 3), they went between every older block's rows: an insert into
-# a page anywhere in the table each, 3x the CPU of appending them at 10^5 events and
-# growing with the store, where a pass that reads many blocks sorts their rows instead.
+# a page anywhere in the table each, several times the CPU of appending them and growing
+# with the store (docs/performance.md, "Why the code is shaped this way"), where a pass
+# that reads many blocks sorts their rows instead.
 
 
 @dataclass(frozen=True)

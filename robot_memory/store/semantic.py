@@ -25,15 +25,17 @@ class ConcurrentPass(ConsolidationError):
     """Raised when another pass committed for this identity while this one was computing."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, init=False)
 class FactRow:
-    """A stored fact. Its value is parsed from value_json on first use: a pass compares
-    the JSON text of the facts it touches and never needs most of them as dicts."""
+    """A fact as the semantic tier stores it: one row of semantic_facts. The one shape
+    of a stored fact, for every holder (a pass, the grounding index, the snapshot, the
+    command line); made by keyword, or from the stored columns (`fact_row_from_columns`).
+    Its value is parsed from value_json on first use: a pass compares the JSON text of
+    the facts it touches and never needs most of them as dicts."""
 
-    id: int
+    id: int | None  # None: a fact a pass is about to write, before the store numbers it
     kind: str
     key: str
-    parsed: dict[str, Any] | None = field(compare=False, repr=False)  # None: not yet
     value_json: str
     status: str
     confidence: float
@@ -41,19 +43,54 @@ class FactRow:
     rule_version: str
     last_supporting_event_id: int
     last_updated_ns: int
+    # The parsed value, once `value` is asked for (not part of the fact: no init, no
+    # comparison).
+    _parsed: dict[str, Any] | None = field(default=None, init=False, repr=False,
+                                           compare=False)
+
+    def __init__(self, id: int | None, kind: str, key: str, value_json: str, status: str,
+                 confidence: float, n_observations: int, rule_version: str,
+                 last_supporting_event_id: int, last_updated_ns: int) -> None:
+        # Each slot set through its own descriptor, in field order. Why not the frozen
+        # dataclass's generated __init__: it goes through object.__setattr__ for each
+        # field, which is dearer, and a pass reads, and a delta brings, a row per fact it
+        # touches (docs/performance.md, "Why the code is shaped this way").
+        _set_id(self, id)
+        _set_kind(self, kind)
+        _set_key(self, key)
+        _set_value_json(self, value_json)
+        _set_status(self, status)
+        _set_confidence(self, confidence)
+        _set_n_observations(self, n_observations)
+        _set_rule_version(self, rule_version)
+        _set_last_supporting_event_id(self, last_supporting_event_id)
+        _set_last_updated_ns(self, last_updated_ns)
+        _set_parsed(self, None)
 
     @property
     def value(self) -> dict[str, Any]:
-        if self.parsed is None:
-            object.__setattr__(self, "parsed", _parse_fact_value(self.value_json))
-        return self.parsed
+        if self._parsed is None:
+            object.__setattr__(self, "_parsed", _parse_fact_value(self.value_json))
+        return self._parsed
 
     def peek_value(self) -> dict[str, Any]:
         """The value for one look, not kept: a holder of 10^4 facts that needs a few of
-        each value's fields would otherwise keep every value parsed (2 KB a fact). Not
-        kept, its keys need no interning: parsed in C alone, 5x faster (a pass's delta
-        is read this way twice per fact)."""
-        return self.parsed if self.parsed is not None else plain_json_loads(self.value_json)
+        each value's fields would otherwise keep every value parsed. Not kept, its keys
+        need no interning: parsed in C alone (a pass's delta is read this way twice per
+        fact)."""
+        return self._parsed if self._parsed is not None else plain_json_loads(self.value_json)
+
+    def as_write(self) -> FactWrite:
+        """This fact as a pass writes it: an update of row `id`, or a new row (id None)."""
+        return FactWrite(self.id, self.kind, self.key, self.value_json, self.status,
+                         self.confidence, self.n_observations, self.rule_version,
+                         self.last_supporting_event_id, self.last_updated_ns)
+
+
+# The slots' setters, in field order (FactRow.__init__).
+(_set_id, _set_kind, _set_key, _set_value_json, _set_status, _set_confidence,
+ _set_n_observations, _set_rule_version, _set_last_supporting_event_id, _set_last_updated_ns,
+ _set_parsed) = [vars(FactRow)[name].__set__ for name in FactRow.__slots__]
 
 
 def _interned_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -61,35 +98,33 @@ def _interned_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _parse_fact_value(value_json: str) -> dict[str, Any]:
-    # Fact values share a small key vocabulary: one copy of each key, not one per fact,
-    # takes about 40% off the memory of the facts a node holds (10^4 facts: 32 -> 20 MB).
+    # A fact's value, its keys interned. Why: fact values share a small key vocabulary,
+    # and one copy of each key, not one per fact, takes a good part off the memory of the
+    # facts a node holds (docs/performance.md, "Why the code is shaped this way").
     return json.loads(value_json, object_pairs_hook=_interned_keys)
 
 
 def fact_from_row(row) -> FactRow:
-    return FactRow(row.id, row.fact_kind, row.fact_key, None,
-                   row.fact_value_json, row.status, row.confidence, row.n_observations,
-                   row.rule_version, row.last_supporting_event_id, row.last_updated_ns)
+    """FactRow of a SQLAlchemy row of semantic_facts (its columns by name)."""
+    return FactRow(id=row.id, kind=row.fact_kind, key=row.fact_key,
+                   value_json=row.fact_value_json, status=row.status,
+                   confidence=row.confidence, n_observations=row.n_observations,
+                   rule_version=row.rule_version,
+                   last_supporting_event_id=row.last_supporting_event_id,
+                   last_updated_ns=row.last_updated_ns)
 
 
 def fact_row_from_columns(row) -> FactRow:
-    """FactRow of its ten stored columns in _FACT_COLUMNS order (its value unparsed), its
-    fields set through __dict__ in field order (the dict keeps the class's shared keys):
-    the frozen dataclass's __init__ costs twice as much, and a pass reads, and a delta
-    brings, a row per fact it touches."""
-    fact = object.__new__(FactRow)
-    fields = fact.__dict__
-    fields["id"], fields["kind"], fields["key"] = row[0], row[1], row[2]
-    fields["parsed"] = None
-    (fields["value_json"], fields["status"], fields["confidence"], fields["n_observations"],
-     fields["rule_version"], fields["last_supporting_event_id"],
-     fields["last_updated_ns"]) = row[3:]
-    return fact
+    """FactRow of its ten stored columns in _FACT_COLUMNS order, which is the order of
+    its fields (its value unparsed): a pass reads, and a delta brings, a row per fact it
+    touches."""
+    return FactRow(*row)
 
 
 class FactWrite(NamedTuple):
-    """A fact a pass writes: a new row (row_id None) or an update of row `row_id`. A
-    tuple: a pass writes thousands, and the columns go to the driver as they are."""
+    """The columns of a fact a pass writes (FactRow.as_write): a new row (row_id None) or
+    an update of row `row_id`. A tuple: a pass writes thousands, and the columns go to
+    the driver as they are."""
 
     row_id: int | None
     kind: str
@@ -107,7 +142,7 @@ class FactWrite(NamedTuple):
 _FACT_WRITE_COLUMNS = FactWrite._fields[3:]
 
 
-# FactRow's fields in order, its parsed value (left None) after the first three.
+# FactRow's fields in order.
 _FACT_COLUMNS = ("id, fact_kind, fact_key, fact_value_json, status, confidence, n_observations, "
                  "rule_version, last_supporting_event_id, last_updated_ns")
 
@@ -120,7 +155,7 @@ class SemanticTier:
     def facts_by_key(self, keys: set[tuple[str, str]], conn: Connection) -> list[FactRow]:
         """Only the facts with these (kind, key): a pass compares what it touched, not
         the whole table. (Plain DB-API, as _write_states: SQLAlchemy's expanding IN and
-        per-row processing were a tenth of an incremental pass.)"""
+        per-row processing were a noticeable share of an incremental pass.)"""
         found: list[FactRow] = []
         by_kind: dict[str, list[str]] = {}
         for kind, key in keys:
@@ -187,7 +222,8 @@ class SemanticTier:
             return self.append_in(conn, new_events)
 
     # Thousands of rows per pass: plain DB-API executemany, without per-row SQLAlchemy
-    # parameter processing (a third of a big pass's time otherwise).
+    # parameter processing (a large share of a big pass's time otherwise:
+    # docs/performance.md, "Why the code is shaped this way").
     def _write_states(self, conn: Connection, states: list[tuple[str, str, str, bool]]) -> None:
         mark = placeholder(conn)
         ident = self.identity_hash

@@ -42,15 +42,17 @@ FACTS_TABLE, STATES_TABLE = "semantic_facts", "consolidation_state"
 
 
 # A fact's numbers (confidence, n_observations, last supporting event id,
-# last_updated_ns) as IEEE 754 double and int64s: a fixed 32 bytes, four times cheaper
-# than their text. A value of another type (a row written by hand) is hashed as its
-# repr, behind another tag, so it still counts, as something no pass writes.
+# last_updated_ns) as IEEE 754 double and int64s: a fixed 32 bytes, cheaper to hash than
+# their text (docs/performance.md, "Why the code is shaped this way"). A value of another
+# type (a row written by hand) is hashed as its repr, behind another tag, so it still
+# counts, as something no pass writes.
 _FACT_NUMBERS = struct.Struct("<dqqq")
 
 
 def _expanded(canonical: bytes) -> int:
-    """A row's 2048-bit hash: SHA-256 of its canonical bytes (a few hundred; hardware
-    SHA-256 reads them at twice the speed of SHAKE), expanded by SHAKE-256."""
+    """A row's 2048-bit hash: SHA-256 of its canonical bytes, expanded by SHAKE-256.
+    SHA-256 first because, for a few hundred bytes, hardware SHA-256 reads them faster
+    than SHAKE (docs/performance.md, "Why the code is shaped this way")."""
     return int.from_bytes(hashlib.shake_256(hashlib.sha256(canonical).digest())
                           .digest(_DIGEST_BYTES), "big")
 

@@ -239,8 +239,9 @@ def test_request_limits_count_target_properties_and_their_names():
 # -- synthetic indexes: the answer against a brute-force reference ------------------------
 
 def _fact(row_id: int, kind: str, key: str, value: dict) -> FactRow:
-    return FactRow(row_id, kind, key, None, canonical_json(value), "active", 0.9, 10, "v1",
-                   row_id, 0)
+    return FactRow(id=row_id, kind=kind, key=key, value_json=canonical_json(value),
+                   status="active", confidence=0.9, n_observations=10, rule_version="v1",
+                   last_supporting_event_id=row_id, last_updated_ns=0)
 
 
 def synthetic_facts(masses: dict[str, float], tried: set[str]) -> list[FactRow]:
@@ -394,8 +395,7 @@ def test_a_patch_that_only_moves_values_equals_a_rebuilt_table():
     def moved(key: str, median: float) -> FactRow:
         fact = by_key[("object_property", key)]
         band = {"median": median, "q1": median, "q3": median}
-        return replace(fact, parsed=None,
-                       value_json=canonical_json({**fact.value, "band": band}))
+        return replace(fact, value_json=canonical_json({**fact.value, "band": band}))
 
     # The same targets measured on the same properties: only values move.
     changed = [moved("b_cup + mass_kg", 0.35), moved("c_cup + width_m", 0.3)]

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robot_memory import canonical
-from robot_memory.canonical import canonical_json, plain_canonical_json, plain_json_loads
+from robot_memory.canonical import (canonical_json, plain_canonical_json, plain_json_loads,
+                                    sha256_hex)
 
 # Magnitudes where orjson and repr write floats differently (1e-9 .. 1e-4), around them,
 # and anywhere.
@@ -82,3 +83,55 @@ def test_exact_without_orjson(monkeypatch):
     value = {"b": [1e-05, 0.5, None], "a": "é"}
     assert plain_canonical_json(value) == canonical_json(value)
     assert plain_json_loads(canonical_json(value)) == value
+
+
+# Fixed bytes: the identity hash, the hash chain and the tier digest are taken over them,
+# so a change of encoder (or of Python) that writes one byte differently fails here.
+GOLDEN = [
+    (None, b"null"), (True, b"true"), (False, b"false"), (0, b"0"), (-1, b"-1"),
+    (2 ** 64, b"18446744073709551616"), (-(2 ** 63) - 1, b"-9223372036854775809"),
+    (10 ** 30, b"1000000000000000000000000000000"),
+    (0.1, b"0.1"), (1.0, b"1.0"), (-0.0, b"-0.0"), (1e-05, b"1e-05"), (1.5e-07, b"1.5e-07"),
+    (1e16, b"1e+16"), (1.7976931348623157e308, b"1.7976931348623157e+308"),
+    (5e-324, b"5e-324"), (123456.789, b"123456.789"),
+    (0.1 + 0.2, b"0.30000000000000004"),
+    ("", b'""'), ("plain", b'"plain"'),
+    ("\u00e9 \u00fc \u00df", b'"\xc3\xa9 \xc3\xbc \xc3\x9f"'),
+    ("\u6c34 \U0001f916", b'"\xe6\xb0\xb4 \xf0\x9f\xa4\x96"'),
+    ('quote " backslash \\ slash /', b'"quote \\" backslash \\\\ slash /"'),
+    ("\n\t\r\b\f \x00 \x1f \x7f", b'"\\n\\t\\r\\b\\f \\u0000 \\u001f \x7f"'),
+    ("\u2028\u2029", b'"\xe2\x80\xa8\xe2\x80\xa9"'),
+    ([], b"[]"), ({}, b"{}"), ([1, [2, [3, {}]]], b"[1,[2,[3,{}]]]"),
+    ({"b": 1, "a": 2, "B": 3, "\u00e9": 4, "aa": 5, "": 6, "10": 7, "9": 8},
+     b'{"":6,"10":7,"9":8,"B":3,"a":2,"aa":5,"b":1,"\xc3\xa9":4}'),
+    ({"skill": "manipulation.grasp", "success": True, "duration_s": 1.25,
+      "parameters": {"grip_force": 12.5, "approach": "top"}, "observations": {},
+      "tags": ["a", None, 1e-06]},
+     b'{"duration_s":1.25,"observations":{},"parameters":{"approach":"top","grip_force":12.5},'
+     b'"skill":"manipulation.grasp","success":true,"tags":["a",null,1e-06]}'),
+]
+
+
+@pytest.mark.parametrize("value, expected", GOLDEN, ids=[repr(v)[:30] for v, _ in GOLDEN])
+def test_canonical_bytes_are_the_fixed_ones(value, expected):
+    assert canonical_json(value).encode("utf-8") == expected
+    assert plain_canonical_json(value).encode("utf-8") == expected
+
+
+def test_a_lone_surrogate_is_written_as_it_is():  # then refused where the text is hashed
+    assert canonical_json("\ud800") == '"\ud800"'
+    with pytest.raises(UnicodeEncodeError):
+        sha256_hex(canonical_json("\ud800"))
+
+
+def test_the_hash_of_a_document_is_the_fixed_one():
+    value, _ = GOLDEN[-1]
+    assert sha256_hex(canonical_json(value)) == (
+        "5331313564c36c0b9d9c3320c39c3429087607ae5e1495491f44d6baa13f3345")
+
+
+def test_a_value_that_contains_itself_is_refused():
+    loop: dict = {}
+    loop["self"] = loop
+    with pytest.raises(ValueError):
+        canonical_json(loop)

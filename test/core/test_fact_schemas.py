@@ -20,7 +20,8 @@ from robot_memory.consolidation.fact_schemas import REQUIRED, SCHEMAS, schema_of
 from robot_memory.consolidation.rules import DEFAULT_RULE_VERSION, RULE_VERSIONS
 from robot_memory.event_kinds import OVERRIDE
 from robot_memory.evidence.bundle import export_bundle, import_bundle
-from robot_memory.wire.fact_array import fact_element, served_fields
+from robot_memory.grounding.served import served_fields
+from robot_memory.wire.semantic_fact import fact_element
 from robot_memory.grounding.index import OK, GroundingIndex, GroundingRequest
 from robot_memory.manifest import load_manifest
 from robot_memory.store import MemoryStore
@@ -101,7 +102,7 @@ def test_a_well_shaped_operator_fact_is_served(part):
     consolidation_pass(part)
     (fact,) = part.facts()
     assert served_fields(fact.value) == (None, [("force_n", 25.0)])
-    assert fact_element(fact)
+    assert fact_element(fact, *served_fields(fact.peek_value()))
     answer = GroundingIndex(IDENT, part.facts()).lookup(
         GroundingRequest("manipulation.grasp", "glass_cup", "sim_relaxed"))
     assert answer.status == OK and answer.facts == (fact,)

@@ -21,7 +21,8 @@ from robot_memory.consolidation.diff import _flat
 from robot_memory.consolidation.fact_schemas import (SCHEMAS, operator_fact_problem,
                                                      stored_fact_problem, value_problem)
 from robot_memory.event_kinds import OVERRIDE
-from robot_memory.wire.fact_array import fact_element, served_fields
+from robot_memory.grounding.served import served_fields
+from robot_memory.wire.semantic_fact import fact_element
 from robot_memory.grounding.index import GroundingIndex, GroundingRequest
 from robot_memory.grounding.priors import PriorFact, PriorIndex, _counts
 from robot_memory.store import FactRow, MemoryStore
@@ -96,7 +97,7 @@ def fresh(store):
 def read_by_every_consumer(fact: FactRow, identity: str) -> None:
     """What each consumer reads of a fact it holds; raises if any cannot."""
     served_fields(fact.value)
-    fact_element(fact)
+    fact_element(fact, *served_fields(fact.peek_value()))
     index = GroundingIndex(identity, [fact])
     assert not index.left_out, index.left_out
     index.lookup(GroundingRequest("manipulation.grasp", "glass_cup", "sim",
@@ -191,8 +192,10 @@ def test_the_index_and_the_encoding_take_any_stored_value_fact_by_fact(rows):
     facts = []
     for i, (kind, value, rule_version, as_text) in enumerate(rows):
         text = value if isinstance(value, str) and as_text else json.dumps(value)
-        facts.append(FactRow(i + 1, kind, f"key {i}", None, text, "active", 0.9, 5,
-                             rule_version, 1, 1))
+        facts.append(FactRow(id=i + 1, kind=kind, key=f"key {i}", value_json=text,
+                             status="active", confidence=0.9, n_observations=5,
+                             rule_version=rule_version, last_supporting_event_id=1,
+                             last_updated_ns=1))
     index = GroundingIndex("e" * 64, facts)
     assert index.size + len(index.left_out) == len(facts)
     for request in (GroundingRequest("manipulation.grasp", "glass_cup", "sim"),
@@ -206,7 +209,7 @@ def test_the_index_and_the_encoding_take_any_stored_value_fact_by_fact(rows):
     for fact in facts:
         try:  # what the published snapshot does per fact (ros/fact_snapshot.py)
             if stored_fact_problem(fact.kind, fact.rule_version, fact.peek_value) is None:
-                fact_element(fact)
+                fact_element(fact, *served_fields(fact.peek_value()))
         except Exception:
             pass
         if fact.rule_version == "operator/1" and (fact.kind, fact.key) in index.facts:
@@ -219,5 +222,7 @@ def test_a_value_of_its_kinds_shape_is_read_by_every_consumer(kind_value):
     kind, value = kind_value
     if value_problem(kind, value) is not None:
         return
-    fact = FactRow(1, kind, "k", None, json.dumps(value), "active", 0.9, 5, "operator/1", 1, 1)
+    fact = FactRow(id=1, kind=kind, key="k", value_json=json.dumps(value), status="active",
+                   confidence=0.9, n_observations=5, rule_version="operator/1",
+                   last_supporting_event_id=1, last_updated_ns=1)
     read_by_every_consumer(fact, "d" * 64)

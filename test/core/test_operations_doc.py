@@ -19,11 +19,14 @@ def test_every_identity_state_has_a_row():
 
 
 def test_every_warn_and_error_message_of_the_nodes_is_explained():
-    # The fixed words of each `level, message = WARN|ERROR, ...` in the nodes.
+    # The fixed words of each `level, message = WARN|ERROR, ...` in the nodes and in the
+    # core services that decide a node's diagnostics (the consolidator's pass policy).
     found = 0
-    for path in sorted((ROOT / "robot_memory" / "ros").glob("*.py")):
+    package = ROOT / "robot_memory"
+    for path in sorted(package.glob("ros/*.py")) + [package / "consolidation" / "service.py"]:
         source = path.read_text(encoding="utf-8")
-        for match in re.finditer(r"level, message = (?:WARN|ERROR), f?\"([^\"{]+)", source):
+        for match in re.finditer(r"(?:level, message =|return) (?:WARN|ERROR), \(?f?\"([^\"{]+)",
+                                 source):
             words = match.group(1).strip().rstrip(":")
             assert words in DOC, f"{path.name}: {words!r} not in docs/operations.md"
             found += 1

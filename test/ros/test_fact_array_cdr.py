@@ -1,5 +1,5 @@
 """The grounding server reads a pass's facts delta from its serialized bytes
-(robot_memory.wire.fact_array): for any message, the facts are exactly those rclpy's
+(robot_memory.wire.semantic_fact): for any message, the facts are exactly those rclpy's
 deserialization gives, and bytes it does not read are left to rclpy."""
 
 import struct
@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rclpy.serialization import deserialize_message, serialize_message
 
-from robot_memory.wire.fact_array import fact_array_from_cdr
 from robot_memory.msg import KeyValue, SemanticFact, SemanticFactArray
-from robot_memory.ros.conversions import fact_from_msg
+from robot_memory.bags.reading import make_typestore
+from robot_memory.ros.conversions import fact_array_from_serialized, fact_from_msg
+from robot_memory.store import fact_row_from_columns
+from robot_memory.wire.semantic_fact import fact_array_from_cdr
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)
 _i64 = st.integers(-2**63, 2**63 - 1)
@@ -60,7 +62,7 @@ def _as_read_here(array):
 @given(st.lists(_fact, max_size=6), _i64, _i64)
 def test_any_delta_reads_as_rclpy_reads_it(facts, run, previous):
     data = serialize_message(_array(facts, run, previous))
-    array = fact_array_from_cdr(data)
+    array = fact_array_from_cdr(data, fact_row_from_columns)
     assert array is not None
     assert _as_read_here(array) == _as_rclpy_reads(data)
 
@@ -77,7 +79,7 @@ def test_cut_or_changed_bytes_are_read_as_rclpy_reads_them_or_left_to_it():
     variants += [data[:i] + bytes([data[i] ^ flip]) + data[i + 1:]
                  for i in range(len(data)) for flip in (0x01, 0x80, 0xFF)]
     for variant in variants:
-        array = fact_array_from_cdr(variant)
+        array = fact_array_from_cdr(variant, fact_row_from_columns)
         if array is None:
             continue  # left to rclpy, which decodes or refuses it
         assert _as_read_here(array) == _as_rclpy_reads(variant), variant
@@ -85,5 +87,25 @@ def test_cut_or_changed_bytes_are_read_as_rclpy_reads_them_or_left_to_it():
 
 def test_another_encoding_is_left_to_rclpy():
     data = serialize_message(_array([]))
-    assert fact_array_from_cdr(b"\x00\x00" + data[2:]) is None  # big-endian CDR
-    assert fact_array_from_cdr(b"") is None
+    big_endian = b"\x00\x00" + data[2:]
+    assert fact_array_from_cdr(big_endian, fact_row_from_columns) is None
+    assert fact_array_from_cdr(b"", fact_row_from_columns) is None
+
+
+def test_a_delta_rclpy_has_to_read_is_told_with_why():
+    """What this reader leaves to rclpy and rclpy reads (a big-endian delta, as rosbags
+    writes one) is told to the grounding server, which says so once."""
+    fact = SemanticFact(fact_id=3, kind="skill_success_rate", key="k", status="active",
+                        has_success_rate=True, success_rate=0.5, value_json='{"rate":0.5}',
+                        recommended_parameters=[KeyValue(key="force_n", value=25.0)])
+    data = serialize_message(_array([fact]))
+    store, name = make_typestore(), "robot_memory/msg/SemanticFactArray"
+    big_endian = bytes(store.serialize_cdr(store.deserialize_cdr(data, name), name,
+                                           little_endian=False))
+    told = []
+    array = fact_array_from_serialized(big_endian, lambda *said: told.append(said))
+    assert _as_read_here(array) == _as_rclpy_reads(data)
+    assert told == [("SemanticFactArray", "encapsulation header 00 00 00 00, not 00 01 00 00 "
+                     "(plain little-endian CDR)")]
+    fact_array_from_serialized(data, lambda *said: told.append(said))
+    assert len(told) == 1  # read here: nothing told

@@ -16,8 +16,10 @@ from robot_memory.store import FactRow
 
 def row(fact_id: int, rate: float, n: int) -> FactRow:
     value = {"rate": rate, "recommended_parameters": {"force_n": {"median": 25.0}}}
-    return FactRow(fact_id, "skill_success_rate", f"grasp|cup|lab{fact_id}", None,
-                   json.dumps(value), "active", 0.8, n, "v1", 100 + n, 10**9 * n)
+    return FactRow(id=fact_id, kind="skill_success_rate", key=f"grasp|cup|lab{fact_id}",
+                   value_json=json.dumps(value), status="active", confidence=0.8,
+                   n_observations=n, rule_version="v1", last_supporting_event_id=100 + n,
+                   last_updated_ns=10**9 * n)
 
 
 def test_a_row_is_converted_once_and_a_changed_fact_anew():
@@ -78,14 +80,17 @@ def test_a_fact_no_message_can_be_made_of_is_left_out_of_the_answer_alone():
     """A stored row the rules' shape does not hold (a hand edit): `ground` leaves it out
     of the response, names it, and serves the facts around it."""
     messages = FactMessages()
-    bad = FactRow(7, "skill_success_rate", "grasp|cup|bad", None,
-                  '{"rate": "high", "recommended_parameters": {"force_n": 25}}', "active",
-                  0.8, 3, "v1.0", 1, 1)
+    bad = FactRow(id=7, kind="skill_success_rate", key="grasp|cup|bad",
+                  value_json='{"rate": "high", "recommended_parameters": {"force_n": 25}}',
+                  status="active", confidence=0.8, n_observations=3, rule_version="v1.0",
+                  last_supporting_event_id=1, last_updated_ns=1)
     assert messages.of(bad) is None and messages.of(bad) is None
     assert list(messages.failed) == [("skill_success_rate", "grasp|cup|bad")]
     assert messages.of(row(1, 0.75, 16)) is not None
     lent = analogy_to_msg(Analogy("cup", 0.1, (), (bad, row(2, 0.5, 4))), messages.of)
     assert [f.fact_id for f in lent.facts] == [2]
-    fixed = FactRow(7, "skill_success_rate", "grasp|cup|bad", None, '{"rate": 0.5}', "active",
-                    0.8, 4, "v1.0", 2, 2)  # the pass's delta brings a readable version
+    fixed = FactRow(id=7, kind="skill_success_rate", key="grasp|cup|bad",
+                    value_json='{"rate": 0.5}', status="active", confidence=0.8,
+                    n_observations=4, rule_version="v1.0", last_supporting_event_id=2,
+                    last_updated_ns=2)  # the pass's delta brings a readable version
     assert messages.of(fixed) is not None and messages.failed == {}

@@ -10,13 +10,16 @@ from rclpy.serialization import deserialize_message, serialize_message
 
 from robot_memory.msg import SemanticFactArray
 from robot_memory.ros.conversions import fact_to_msg
+from robot_memory.ros import fact_snapshot
 from robot_memory.ros.fact_snapshot import FactSnapshot, framing_supported
 from robot_memory.store import FactRow
 
 
 def fact(i: int, value_json: str) -> FactRow:
-    return FactRow(i, f"kind{'x' * (i % 5)}", f"key|{i}|é" * (1 + i % 3), None, value_json,
-                   "active", 0.1 * i, i, "v1.0", 10 * i, 1_700_000_000_123_456_789 + i)
+    return FactRow(id=i, kind=f"kind{'x' * (i % 5)}", key=f"key|{i}|é" * (1 + i % 3),
+                   value_json=value_json, status="active", confidence=0.1 * i,
+                   n_observations=i, rule_version="v1.0", last_supporting_event_id=10 * i,
+                   last_updated_ns=1_700_000_000_123_456_789 + i)
 
 
 VALUES = ['{"rate":0.75,"recommended_parameters":{"force_n":{"median":25.0}}}',
@@ -26,6 +29,17 @@ VALUES = ['{"rate":0.75,"recommended_parameters":{"force_n":{"median":25.0}}}',
 
 def test_this_rmw_takes_the_framed_snapshot():
     assert framing_supported()
+    assert FactSnapshot().fast_path_off is None  # nothing for the consolidator to say
+
+
+def test_where_the_framing_differs_the_snapshot_says_how(monkeypatch):
+    """What the consolidator logs once and shows as fast_path_off.SemanticFactArray."""
+    check = fact_snapshot.framing_problem.__wrapped__  # not the process's cached answer
+    monkeypatch.setattr(fact_snapshot, "fact_element", lambda fact: bytes(8))
+    assert check().startswith("the framed SemanticFactArray takes ")
+    monkeypatch.setattr(fact_snapshot, "serialize_message", lambda msg: b"\x00\x00\x00\x00")
+    assert check() == ("the RMW serializes SemanticFactArray with encapsulation header "
+                       "00 00 00 00, not 00 01 00 00 (plain little-endian CDR)")
 
 
 def test_framed_snapshot_deserializes_to_the_same_message():
@@ -102,8 +116,10 @@ def test_a_fact_whose_value_cannot_be_published_is_left_out_alone(rows):
     facts = []
     for i, (value, as_text, rule_version) in enumerate(rows):
         text = value if isinstance(value, str) and as_text else json.dumps(value)
-        facts.append(FactRow(i + 1, "skill_success_rate", f"key {i}", None, text, "active",
-                             0.5, i, rule_version, 1, 1))
+        facts.append(FactRow(id=i + 1, kind="skill_success_rate", key=f"key {i}",
+                             value_json=text, status="active", confidence=0.5,
+                             n_observations=i, rule_version=rule_version,
+                             last_supporting_event_id=1, last_updated_ns=1))
     facts.append(fact(99, VALUES[0]))
     snapshot = FactSnapshot()
     snapshot.replace_all(facts)

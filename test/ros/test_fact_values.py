@@ -155,7 +155,9 @@ def test_a_value_of_its_kinds_shape_makes_a_message_and_a_prompt_block(kind_valu
     block) is there for any value of its kind's shape; any other value costs its own
     parts of the block only."""
     kind, value = kind_value
-    fact = FactRow(1, kind, "k", None, json.dumps(value), "active", 0.9, 5, "operator/1", 1, 1)
+    fact = FactRow(id=1, kind=kind, key="k", value_json=json.dumps(value), status="active",
+                   confidence=0.9, n_observations=5, rule_version="operator/1",
+                   last_supporting_event_id=1, last_updated_ns=1)
     if value_problem(kind, value) is None:
         msg = fact_to_msg(fact)
         block = format_grounding_block([msg])

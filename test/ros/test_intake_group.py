@@ -7,6 +7,7 @@ from rclpy.node import Node
 from robot_memory.msg import ExecutionResult
 from robot_memory.ros.logger_intake import TakenByIntake, _taken_by_intake_only
 from robot_memory.ros.qos import EXECUTION_RESULTS_QOS, execution_results_reader_qos
+from robot_memory.ros.rclpy_internals import taking
 
 from ros.conftest import wait_until
 
@@ -31,8 +32,8 @@ def test_the_executor_leaves_the_readers_and_their_events_to_the_intake(
         taken = []
 
         def take() -> bool:  # as the intake thread does; the executor never took it
-            with reader.handle:
-                got = reader.handle.take_message(reader.msg_type, True)
+            with taking(reader) as take_one:
+                got = take_one()
             if got is not None:
                 taken.append(got)
             return bool(taken)

@@ -13,7 +13,8 @@ from rclpy.serialization import deserialize_message, serialize_message
 from robot_memory.msg import ExecutionResult, KeyValue
 from robot_memory.intake.records import InvalidRecord, message_fields
 from robot_memory.wire.execution_result import MAX_RESULT_BYTES, result_fields_from_cdr
-from robot_memory.ros.conversions import serialized_result_fields
+from robot_memory.ros.conversions import result_reader, serialized_result_fields
+from robot_memory.bags.reading import make_typestore
 
 # Any text (NULs, non-ASCII, lone surrogates are not sendable: rclpy encodes UTF-8).
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
@@ -149,3 +150,29 @@ def test_more_bytes_than_any_valid_result_are_refused_unread():
         "observations": [(f"{i:0256d}", 1.0) for i in range(64)]})
     assert len(serialize_message(largest)) <= MAX_RESULT_BYTES  # every valid one is read
     assert serialized_result_fields(serialize_message(largest))["skill_id"] == "s" * 256
+
+
+def test_a_result_rclpy_has_to_read_is_told_once_with_why():
+    """What this reader leaves to rclpy and rclpy reads is told to the node (which says
+    so once, ros/diagnostics.py): a big-endian result, as rosbags writes one, and bytes
+    past the message."""
+    msg = _message({"sec": 1, "nanosec": 2, "frame_id": "", "skill_id": "s",
+                    "target_class": "cup", "environment": "", "zone": "",
+                    "parameters": [("force_n", 25.0)], "observations": [], "success": True,
+                    "failure_reason": "", "duration_s": 1.5, "intent_id": "", "notes": ""})
+    data = serialize_message(msg)
+    store, name = make_typestore(), "robot_memory/msg/ExecutionResult"
+    big_endian = bytes(store.serialize_cdr(store.deserialize_cdr(data, name), name,
+                                           little_endian=False))
+    told = []
+    read = result_reader(lambda message_type, why: told.append((message_type, why)))
+    assert read(data) == message_fields(msg) and told == []
+    assert read(big_endian) == message_fields(msg)
+    assert told == [("ExecutionResult", "encapsulation header 00 00 00 00, not 00 01 "
+                     "(plain little-endian CDR)")]
+    assert read(data + bytes(8)) == message_fields(msg)
+    assert told[1] == ("ExecutionResult", "a string with a NUL, a bool neither 0 nor 1, "
+                       "or bytes past the message")
+    with pytest.raises(InvalidRecord):  # neither reads it: refused, nothing told
+        read(data[:len(data) // 2])
+    assert len(told) == 2

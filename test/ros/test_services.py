@@ -175,7 +175,7 @@ def test_between_passes_the_consolidator_folds_a_long_write_ahead_log_back(
     consolidator once it is past SQLite's auto-checkpoint size, not by those commits."""
     import os
 
-    from robot_memory.ros.consolidator import CHECKPOINT_LOG_BYTES
+    from robot_memory.consolidation.service import CHECKPOINT_LOG_BYTES
     from robot_memory.store import MemoryStore, NewEvent
     start_stack(period_s=3600.0, pass_after_new_events=10**8)  # no pass comes
     probe.wait_identity()

@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from robot_memory.errors import ConsolidationError
-from robot_memory.store import OutcomeRow, ValueBatch
+from robot_memory.execution_result import SAFETY_FAILURE_REASONS
+from robot_memory.store import FactRow, OutcomeRow, ValueBatch
 
 RULE_VERSION = "v1.0"  # the rules of the paper (rules/__init__.py: RULE_SETS)
 RULE_VERSION_V2 = "v2.0"  # skill facts conditional on parameters, with regimes
@@ -51,8 +52,7 @@ class RulesConfig:
     # Safety-relevant failures are remembered longer ("The Yggdrasil Memory Architecture":
     # failures outlast successes).
     safety_half_life_s: float = 120 * DAY_S
-    safety_failure_reasons: tuple[str, ...] = ("collision", "dropped", "human_contact",
-                                               "estop", "overforce")
+    safety_failure_reasons: tuple[str, ...] = SAFETY_FAILURE_REASONS
     # Event time is counted in buckets of this width; fixed for the life of a store.
     time_bucket_s: float = 3600.0
     # Contradiction test: evidence newer than this window vs. the older evidence ...
@@ -101,8 +101,11 @@ class RulesConfig:
         return max(1, math.ceil(self.recent_window_s / self.time_bucket_s))
 
 
-@dataclass(frozen=True, init=False)
-class RenderedFact:
+class RenderedFact(NamedTuple):
+    """A fact as a rule renders it: its value still a dict, and the statistics of the
+    contradiction test when it ran. A pass stores it as a FactRow (`stored_as`). A
+    tuple: a pass renders one per fact it touches."""
+
     kind: str
     key: str
     value: dict[str, Any]
@@ -116,25 +119,22 @@ class RenderedFact:
     # Rules that made it (an operator's fact says operator/1).
     rule_version: str = RULE_VERSION
 
-    def __init__(self, kind: str, key: str, value: dict[str, Any], status: str,
-                 confidence: float, n_observations: int, last_supporting_event_id: int,
-                 last_updated_ns: int, conflict: dict[str, Any] | None = None,
-                 rule_version: str = RULE_VERSION) -> None:
-        # Set through __dict__, in field order (the dict keeps the class's shared keys):
-        # the frozen dataclass's own __init__ sets each field with object.__setattr__,
-        # twice the cost, and a pass renders one per fact it touches. The facts a pass
-        # keeps are lean copies made through __dict__ anyway (changes._without_value).
-        fields = self.__dict__
-        fields["kind"] = kind
-        fields["key"] = key
-        fields["value"] = value
-        fields["status"] = status
-        fields["confidence"] = confidence
-        fields["n_observations"] = n_observations
-        fields["last_supporting_event_id"] = last_supporting_event_id
-        fields["last_updated_ns"] = last_updated_ns
-        fields["conflict"] = conflict
-        fields["rule_version"] = rule_version
+    def stored_as(self, row_id: int | None, value_json: str) -> FactRow:
+        """The row that stores this fact: row `row_id` (None: a new one), its value as
+        `value_json` (the value's canonical JSON)."""
+        return FactRow(id=row_id, kind=self.kind, key=self.key, value_json=value_json,
+                       status=self.status, confidence=self.confidence,
+                       n_observations=self.n_observations, rule_version=self.rule_version,
+                       last_supporting_event_id=self.last_supporting_event_id,
+                       last_updated_ns=self.last_updated_ns)
+
+    @classmethod
+    def of_row(cls, row: FactRow) -> RenderedFact:
+        """A stored fact as a rule would render it (no contradiction statistics)."""
+        return cls(kind=row.kind, key=row.key, value=row.value, status=row.status,
+                   confidence=row.confidence, n_observations=row.n_observations,
+                   last_supporting_event_id=row.last_supporting_event_id,
+                   last_updated_ns=row.last_updated_ns, rule_version=row.rule_version)
 
 
 @lru_cache(maxsize=1 << 16)  # a full pass asks for the same keys ~20 times each

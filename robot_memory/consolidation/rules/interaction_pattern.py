@@ -12,6 +12,7 @@ from robot_memory.consolidation.rules.base import (Partials, RenderedFact,
 from robot_memory.consolidation.rules.outcomes import add_counts
 from robot_memory.consolidation.rules.timeline import decayed_totals, timeline_merge
 from robot_memory.consolidation.stats import band_with_n, multiset_merge, wilson_confidence
+from robot_memory.store import OutcomeRow, ValueBatch
 
 
 class InteractionPattern:
@@ -22,12 +23,13 @@ class InteractionPattern:
         return [fact_key(state["skill_id"], state["target_class"], reason)
                 for reason in sorted(state["reasons"])]
 
-    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
+    def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
-        (invalid, skill, target, _env, _zone, success, reason, _obs, bucket, count, _min_id,
-         max_id, max_stamp, _min_seq) = row
-        if invalid is not None or success:
+        if row.invalid_reason is not None or row.success:
             return
+        skill, target, reason, count = (row.skill_id, row.target_class, row.failure_reason,
+                                        row.count)
+        max_id, max_stamp = row.max_event_id, row.max_stamp_ns
         key = fact_key(skill, target)
         part = groups.get(key)
         if part is None:
@@ -40,13 +42,13 @@ class InteractionPattern:
                 "last_stamp_ns": 0}
         part["failures"] += count
         entry["count"] += count
-        add_counts(entry["buckets"], bucket, 0, count)
+        add_counts(entry["buckets"], row.bucket, 0, count)
         if max_id > entry["last_event_id"]:
             entry["last_event_id"] = max_id
         if max_stamp > entry["last_stamp_ns"]:
             entry["last_stamp_ns"] = max_stamp
 
-    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+    def add_values(self, aggregates: ValueBatch, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
         for (skill, target, _env, success, reason, name, value,
              count) in aggregates.parameters:
@@ -88,9 +90,9 @@ class InteractionPattern:
                                        for name, bag in sorted(entry["parameters"].items())},
                 "confidence": confidence, "rule_version": config.rule_version,
             }
-            facts.append(RenderedFact(self.kind,
-                                      fact_key(state["skill_id"], state["target_class"], reason),
-                                      value, promoted_status(count, config), confidence, count,
-                                      entry["last_event_id"], entry["last_stamp_ns"],
-                                      rule_version=config.rule_version))
+            facts.append(RenderedFact(
+                kind=self.kind, key=fact_key(state["skill_id"], state["target_class"], reason),
+                value=value, status=promoted_status(count, config), confidence=confidence,
+                n_observations=count, last_supporting_event_id=entry["last_event_id"],
+                last_updated_ns=entry["last_stamp_ns"], rule_version=config.rule_version))
         return facts

@@ -9,7 +9,7 @@ from robot_memory.consolidation.rules.base import (OneFactPerGroup, Partials,
                                                    RenderedFact, RulesConfig, fact_key,
                                                    max_support, promoted_status, r6)
 from robot_memory.consolidation.stats import band, exact_mean, multiset_merge
-from robot_memory.store import OutcomeRow
+from robot_memory.store import OutcomeRow, ValueBatch
 
 # How many observations make half the confidence (before spread is accounted for).
 HALF_CONFIDENCE_N = 3
@@ -34,7 +34,7 @@ class ObjectProperty(OneFactPerGroup):
         elif not row.has_observations:
             into.skip(f"{self.kind}:no_observations", row.count)
 
-    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+    def add_values(self, aggregates: ValueBatch, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
         for target, name, value, count, max_id, max_stamp in aggregates.observations:
             key = fact_key(target, name)
@@ -63,6 +63,8 @@ class ObjectProperty(OneFactPerGroup):
         value = {"target_class": state["target_class"], "property": state["property"], "n": n,
                  "mean": exact_mean(state["values"]), "band": spread,
                  "confidence": confidence, "rule_version": config.rule_version}
-        return [RenderedFact(self.kind, key, value, promoted_status(n, config), confidence, n,
-                             state["last_event_id"], state["last_stamp_ns"],
+        return [RenderedFact(kind=self.kind, key=key, value=value,
+                             status=promoted_status(n, config), confidence=confidence,
+                             n_observations=n, last_supporting_event_id=state["last_event_id"],
+                             last_updated_ns=state["last_stamp_ns"],
                              rule_version=config.rule_version)]

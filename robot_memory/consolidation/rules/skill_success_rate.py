@@ -12,18 +12,19 @@ from robot_memory.consolidation.rules.outcomes import (merge_outcomes, note_outc
                                                        rate_view)
 from robot_memory.consolidation.stats import (band_with_n, most_common, multiset_merge,
                                               shrunk_rate)
+from robot_memory.store import OutcomeRow, ValueBatch
 
 
 class SkillSuccessRate(OneFactPerGroup):
     kind = "skill_success_rate"
     parameter_buckets = False  # reads ValueBatch.parameters (not per bucket)
 
-    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
+    def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
-        (invalid, skill, target, environment, _zone, success, reason, _obs, bucket, count,
-         _min_id, max_id, max_stamp, _min_seq) = row
-        if invalid is not None:
+        if row.invalid_reason is not None:
             return
+        skill, target, environment = row.skill_id, row.target_class, row.environment
+        success, reason, count = row.success, row.failure_reason, row.count
         key = fact_key(skill, target, environment)
         part = groups.get(key)
         if part is None:
@@ -36,9 +37,10 @@ class SkillSuccessRate(OneFactPerGroup):
             part["successes"] += count
         else:
             count_into(part["failure_reasons"], reason or "unspecified", count)
-        note_outcome_row(part, success, reason, bucket, count, max_id, max_stamp, config)
+        note_outcome_row(part, success, reason, row.bucket, count, row.max_event_id,
+                         row.max_stamp_ns, config)
 
-    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+    def add_values(self, aggregates: ValueBatch, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
         for (skill, target, environment, success, _reason, name, value,
              count) in aggregates.parameters:
@@ -82,5 +84,7 @@ class SkillSuccessRate(OneFactPerGroup):
             "rule_version": RULE_VERSION,
         }
         status = STATUS_CONTESTED if conflict["contested"] else promoted_status(n, config)
-        return [RenderedFact(self.kind, key, value, status, confidence, n,
-                             state["last_event_id"], state["last_stamp_ns"], conflict)]
+        return [RenderedFact(kind=self.kind, key=key, value=value, status=status,
+                             confidence=confidence, n_observations=n,
+                             last_supporting_event_id=state["last_event_id"],
+                             last_updated_ns=state["last_stamp_ns"], conflict=conflict)]

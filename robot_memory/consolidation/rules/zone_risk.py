@@ -11,18 +11,19 @@ from robot_memory.consolidation.rules.base import (STATUS_CONTESTED, OneFactPerG
 from robot_memory.consolidation.rules.outcomes import (merge_outcomes, note_outcome_row,
                                                        rate_view)
 from robot_memory.consolidation.stats import most_common
+from robot_memory.store import OutcomeRow, ValueBatch
 
 
 class ZoneRisk(OneFactPerGroup):
     kind = "zone_risk"
     parameter_buckets = False  # reads no parameters
 
-    def add_outcome(self, row: tuple, config: RulesConfig, into: Partials) -> None:
+    def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
-        (invalid, _skill, _target, environment, zone, success, reason, _obs, bucket, count,
-         _min_id, max_id, max_stamp, _min_seq) = row
-        if invalid is not None:
+        if row.invalid_reason is not None:
             return
+        environment, zone, count = row.environment, row.zone, row.count
+        success, reason = row.success, row.failure_reason
         if not (zone or environment):
             into.skip(f"{self.kind}:no_zone_or_environment", count)
             return
@@ -40,9 +41,10 @@ class ZoneRisk(OneFactPerGroup):
             count_into(part["failure_reasons"], named, count)
             if named in config.safety_failure_reasons:
                 part["safety_incidents"] += count
-        note_outcome_row(part, success, reason, bucket, count, max_id, max_stamp, config)
+        note_outcome_row(part, success, reason, row.bucket, count, row.max_event_id,
+                         row.max_stamp_ns, config)
 
-    def add_values(self, aggregates, config: RulesConfig, into: Partials) -> None:
+    def add_values(self, aggregates: ValueBatch, config: RulesConfig, into: Partials) -> None:
         pass  # no parameters or observations
 
     def merge(self, state: dict[str, Any], partial: dict[str, Any],
@@ -69,5 +71,8 @@ class ZoneRisk(OneFactPerGroup):
                  "contradiction_test": conflict, "confidence": confidence,
                  "rule_version": config.rule_version}
         status = STATUS_CONTESTED if conflict["contested"] else promoted_status(n, config)
-        return [RenderedFact(self.kind, key, value, status, confidence, n, state["last_event_id"],
-                             state["last_stamp_ns"], conflict, config.rule_version)]
+        return [RenderedFact(kind=self.kind, key=key, value=value, status=status,
+                             confidence=confidence, n_observations=n,
+                             last_supporting_event_id=state["last_event_id"],
+                             last_updated_ns=state["last_stamp_ns"], conflict=conflict,
+                             rule_version=config.rule_version)]

@@ -171,26 +171,53 @@ def test_an_hour_of_failures_is_suspected_but_is_not_a_new_regime(part):
     assert config.change_threshold > 0
 
 
-def test_failures_that_last_past_one_bucket_confirm_the_change(part):
+def test_a_fall_is_confirmed_once_retested_after_the_skill_worked_elsewhere(part):
+    """Two hours of failures at 25 N reach the threshold, but a bad day of every force
+    would too: the change is confirmed once 25 N fails again after 15 N has worked."""
+    config = CONFIG
     part.append_many(history(20))
     part.append_many([result_event(20 * DAY + hour * HOUR + k * 60, success=False, force=25.0,
                                    env="lab", reason="cracked")
                       for hour in (8, 9) for k in range(4)])
     consolidation_pass(part)
     fact = skill_fact(part)
-    assert fact.value["regime"]["changes"] == 1
-    assert fact.value["regime"]["since_ns"] == int((20 * DAY + 8 * HOUR) * 1e9)
-    assert fact.status == "contested"  # nothing is known to work in the new regime
-    assert fact.value["recommended_parameters"] == {}
+    assert fact.value["regime"]["changes"] == 0 and fact.status == "contested"
+    assert fact.value["change_suspected"]["statistic"] >= config.change_threshold
     assert planner_force(part) == EXPLORE_N
+    retests = 0
+    for _, force, _, fact in attempts(part, 21, 3, cracks_at_25):
+        retests += force > 20
+        if fact.value["regime"]["changes"]:
+            break
+    assert 1 <= retests <= 3
+    regime = fact.value["regime"]
+    assert regime["changes"] == 1 and regime["since_ns"] == int((20 * DAY + 8 * HOUR) * 1e9)
+    assert fact.status == "active"
+    assert fact.value["recommended_parameters"]["force_n"]["median"] == 15.0
+
+
+def test_a_bad_day_of_every_force_is_not_a_regime(part):
+    """Every grasp fails for a day (ten, hourly), then the world is as before: 25 N is
+    tried again once 15 N has worked, works, and is recommended as before."""
+    part.append_many(history(20))
+    part.append_many([result_event(20 * DAY + (8 + k) * HOUR, success=False, force=25.0,
+                                   env="lab", reason="slipped") for k in range(10)])
+    consolidation_pass(part)
+    assert skill_fact(part).status == "contested"
+    for _ in attempts(part, 21, 3, lambda force: True, every=5):
+        pass
+    fact = skill_fact(part)
+    assert fact.value["regime"]["changes"] == 0 and fact.status == "active"
+    assert fact.value["recommended_parameters"]["force_n"]["median"] == 25.0
 
 
 # -- a slow drift is followed --------------------------------------------------------------
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, 1, 4])
 def test_pads_that_wear_are_followed_before_long(part, seed):
     """25 N loses three points of success a day (the pads wear) while 15 N holds at 0.8;
-    two passes a day. The days the planner still mostly grasps at 25 N once it is the
-    worse choice are few."""
+    two passes a day. The days the planner still mostly grasps at 25 N once its rate
+    fell more than change_drift below what it was (0.95) are few (a smaller fall is
+    tolerated by design)."""
     rng = random.Random(seed)
     part.append_many(history(20))
     consolidation_pass(part)
@@ -198,12 +225,12 @@ def test_pads_that_wear_are_followed_before_long(part, seed):
     for day in range(20, 45):
         p25 = 0.95 - 0.03 * (day - 20)
         at_25 = 0
-        for number, force, _, _ in attempts(
+        for _, force, _, _ in attempts(
                 part, day, 1, lambda force: rng.random() < (p25 if force > 20 else 0.8),
                 every=5):
             at_25 += force > 20
-        worse_days += p25 < 0.8 and at_25 > 5
-    assert worse_days <= 5
+        worse_days += p25 < 0.95 - CONFIG.change_drift and at_25 > 5
+    assert worse_days <= 7
     fact = skill_fact(part)
     assert fact.value["regime"]["changes"] >= 1
     assert fact.value["recommended_parameters"]["force_n"]["median"] == 15.0

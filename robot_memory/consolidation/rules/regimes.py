@@ -11,7 +11,9 @@ integer counts in one fixed order, so equal timelines give equal floats.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate
 from operator import mul
 from typing import Any
 
@@ -55,10 +57,32 @@ class Detection:
     boundaries: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     statistic: float = 0.0  # the larger of the two one-sided statistics, now
     direction: str = DOWN
+    growing: bool = False  # that statistic's last step was up (the excursion goes on)
     newest: int | None = None  # the band's newest bucket
 
 
-def detect(series: Series, config: RulesConfig) -> Detection:
+class Elsewhere:
+    """Successes of the key outside one band between two of the band's buckets: the
+    key's successes in the buckets strictly between them (the band has none there)."""
+
+    def __init__(self, key_series: Series):
+        kept = [(key, s) for key, s in zip(key_series.keys, key_series.successes)
+                if key is not None]
+        self.keys = [key for key, _ in kept]
+        self.before = key_series.successes[0] if key_series.keys[:1] == [None] else 0
+        self.cumulative = list(accumulate((s for _, s in kept), initial=self.before))
+
+    def up_to(self, bucket: int) -> int:
+        """The key's successes in buckets <= bucket (folded ones included)."""
+        return self.cumulative[bisect_right(self.keys, bucket)]
+
+    def between(self, after: int, before: int) -> int:
+        """Successes in after < bucket < before."""
+        return self.up_to(before - 1) - self.up_to(after)
+
+
+def detect(series: Series, config: RulesConfig, elsewhere: Elsewhere | None = None
+           ) -> Detection:
     """Two-sided Bernoulli CUSUM on the success rate, one step per bucket, against the
     regime's rate so far (successes / observations, integers, since the regime began).
 
@@ -68,7 +92,16 @@ def detect(series: Series, config: RulesConfig) -> Detection:
     suspected but never confirm it alone. A bucket is tested once the regime holds
     contest_min_observations observations. When a statistic reaches h, a change is
     confirmed: the new regime starts at the bucket where that excursion began (it holds
-    the buckets from there on) and both statistics restart from 0."""
+    the buckets from there on) and both statistics restart from 0.
+
+    A fall (down) is confirmed only once retested: the retest begins at the band's first
+    bucket after the key succeeded contest_min_observations times elsewhere (`elsewhere`:
+    the key's other evidence) since the band's last failing bucket, and the fall is
+    confirmed when the statistic is at h and the same steps since the retest began
+    (floored at 0 the same way, over every later bucket of the excursion) add up to
+    h / 2: the band fails again, not once by its usual odds. A bad day of every force, after which the skill works again, stays a
+    suspicion: the band is tried again and works. Without `elsewhere` (a key without
+    parameters: nothing else to try) no retest is asked for."""
     k, h = config.change_drift, config.change_threshold
     cap = h / 2
     least = config.contest_min_observations
@@ -78,7 +111,11 @@ def detect(series: Series, config: RulesConfig) -> Detection:
         return found
     regime_s = regime_n = 0
     down = up = 0.0
+    down_step = up_step = 0.0
     down_from = up_from = 0  # index where the running excursion began
+    # The running fall's retest (None: none began), and its newest failing bucket.
+    retest: float | None = None
+    last_fall = None
     keys = series.keys
     successes, failures, safety = series.successes, series.failures, series.safety
     for i, key in enumerate(keys):
@@ -88,36 +125,48 @@ def detect(series: Series, config: RulesConfig) -> Detection:
             continue
         if regime_n >= least and key is not None:
             p0 = regime_s / regime_n
-            step = n * (p0 - k) - s
-            step = cap if step > cap else step
-            if down + step > 0.0:
+            down_step = n * (p0 - k) - s
+            down_step = cap if down_step > cap else down_step
+            if down + down_step > 0.0:
                 if down == 0.0:
-                    down_from = i
-                down += step
+                    down_from, retest, last_fall = i, None, None
+                if retest is None and elsewhere is not None and last_fall is not None and \
+                        elsewhere.between(last_fall, key) >= least:
+                    retest = 0.0  # the skill worked elsewhere since: the retest begins
+                if retest is not None:
+                    retest = retest + down_step if retest + down_step > 0.0 else 0.0
+                if down_step > 0.0:
+                    last_fall = key
+                down += down_step
             else:
                 down = 0.0
-            step = s - n * (p0 + k)
-            step = cap if step > cap else step
-            if up + step > 0.0:
+            up_step = s - n * (p0 + k)
+            up_step = cap if up_step > cap else up_step
+            if up + up_step > 0.0:
                 if up == 0.0:
                     up_from = i
-                up += step
+                up += up_step
             else:
                 up = 0.0
-            if down >= h or up >= h:
-                direction, start, statistic = (DOWN, down_from, down) if down >= up \
-                    else (UP, up_from, up)
+            fall = down >= h and (elsewhere is None or (retest or 0.0) >= cap)
+            rise = up >= h
+            if fall or rise:
+                direction, start, statistic = (DOWN, down_from, down) \
+                    if fall and (down >= up or not rise) else (UP, up_from, up)
                 found.boundaries.append((keys[start], {
                     "statistic": r6(statistic), "threshold": h, "drift": k,
                     "direction": direction, "reference_rate": r6(p0),
                     "confirmed_bucket": key}))
                 regime_s = sum(successes[start:i + 1])
                 regime_n = regime_s + sum(failures[start:i + 1]) + sum(safety[start:i + 1])
-                down = up = 0.0
+                down = up = down_step = up_step = 0.0
                 continue
         regime_s += s
         regime_n += n
-    found.statistic, found.direction = (down, DOWN) if down >= up else (up, UP)
+    if down >= up:
+        found.statistic, found.direction, found.growing = down, DOWN, down_step > 0.0
+    else:
+        found.statistic, found.direction, found.growing = up, UP, up_step > 0.0
     found.newest = keys[-1] if keys else None
     return found
 

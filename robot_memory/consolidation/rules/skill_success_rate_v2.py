@@ -23,7 +23,7 @@ from robot_memory.consolidation.rules.base import (STATUS_CONTESTED, OneFactPerG
                                                    fact_key, max_support, promoted_status, r6)
 from robot_memory.consolidation.rules.outcomes import (FAILURE, SAFETY_FAILURE, SUCCESS,
                                                        merge_outcomes, note_outcome_row)
-from robot_memory.consolidation.rules.regimes import (Series, counts_between, detect,
+from robot_memory.consolidation.rules.regimes import (Elsewhere, Series, counts_between, detect,
                                                       regime_counts, weighted_counts)
 from robot_memory.consolidation.rules.timeline import COLUMN_BITS, new_timeline, timeline_merge
 from robot_memory.consolidation.stats import (most_common, multiset_merge, shrunk_rate,
@@ -171,11 +171,13 @@ def render_value(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, 
     h = config.change_threshold
     boundaries: list[tuple[int, str, str, dict[str, Any]]] = []
     suspects = []
+    elsewhere = Elsewhere(k_series)
     for name, in_order in bands.items():
         for band, series in in_order:
-            found = detect(series, config)
+            found = detect(series, config, None if name == NO_PARAMETERS else elsewhere)
             boundaries += [(bucket, name, band, test) for bucket, test in found.boundaries]
-            if found.statistic >= h / 2 and found.newest is not None:
+            # Suspected: half the threshold, and the band's newest bucket still adds to it.
+            if found.statistic >= h / 2 and found.growing and found.newest is not None:
                 # Lapsed once the key has succeeded this often after the band's newest
                 # bucket (the skill works again, with other parameters).
                 after = regime_counts(k_series, found.newest + 1)[0]
@@ -188,6 +190,10 @@ def render_value(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, 
         if bucket < since:
             previous_since = bucket
             break
+    # The band whose fall opened the regime is not recommended in it: its evidence there
+    # is the fall (a rise of it would open another regime).
+    fallen = (boundaries[-1][1], boundaries[-1][2]) \
+        if boundaries and boundaries[-1][3]["direction"] == "down" else None
     evidence: dict[str, list[dict[str, Any]]] = {}
     recommended: dict[str, dict[str, Any]] = {}
     for name, in_order in bands.items():
@@ -204,7 +210,7 @@ def render_value(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, 
             rows.append(row)
             # Ahead: the higher lcb, then the larger n, then (bands come by value) the
             # smaller value.
-            if band != NO_PARAMETERS and s > 0 and (
+            if band != NO_PARAMETERS and s > 0 and (name, band) != fallen and (
                     best is None or row["lcb"] > best[0]["lcb"]
                     or (row["lcb"] == best[0]["lcb"] and row["n"] > best[0]["n"])):
                 best = (row, w_n, w_s)

@@ -83,9 +83,8 @@ class SkillSuccessRateV2(OneFactPerGroup):
             else:
                 column = SAFETY_FAILURE if row.failure_reason in safety else FAILURE
             # A band's partial: (bucket, count * 4 + column) pairs in a flat array of
-            # 64-bit ints (a count stays below 2^61), added up when merged. A dict of
-            # packed rows per band held a full pass over 10^6 results in three times the
-            # memory.
+            # 64-bit ints (a count stays below 2^61), added up when merged: no int object
+            # and no dict slot per bucket while a pass holds the partials of every key.
             pairs = part["bands"].setdefault(row.name, {}).get(band_of(row.value_repr))
             if pairs is None:
                 pairs = part["bands"][row.name][band_of(row.value_repr)] = array("q")

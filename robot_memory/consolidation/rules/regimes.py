@@ -99,9 +99,10 @@ def detect(series: Series, config: RulesConfig, elsewhere: Elsewhere | None = No
     the key's other evidence) since the band's last failing bucket, and the fall is
     confirmed when the statistic is at h and the same steps since the retest began
     (floored at 0 the same way, over every later bucket of the excursion) add up to
-    h / 2: the band fails again, not once by its usual odds. A bad day of every force, after which the skill works again, stays a
-    suspicion: the band is tried again and works. Without `elsewhere` (a key without
-    parameters: nothing else to try) no retest is asked for."""
+    h / 2: the band fails again, not once by its usual odds. A bad day of every force,
+    after which the skill works again, stays a suspicion: the band is tried again and
+    works. Without `elsewhere` (a key without parameters: nothing else to try) no retest
+    is asked for."""
     k, h = config.change_drift, config.change_threshold
     cap = h / 2
     least = config.contest_min_observations

@@ -84,7 +84,8 @@ import numpy as np
 from bench.stats import mean_ci, write_result
 from bench.stores import IDENTITY
 from robot_memory.consolidation import consolidation_pass
-from robot_memory.consolidation.rules import RULES, STATUS_ACTIVE, STATUS_CONTESTED, RulesConfig
+from robot_memory.consolidation.rules import (RULES_V1, RULES_V2, STATUS_ACTIVE, STATUS_CONTESTED,
+                                              RulesConfig)
 from robot_memory.grounding.index import GroundingIndex
 from robot_memory.grounding.request import OK, GroundingRequest
 from robot_memory.intake.admission import Refused
@@ -222,11 +223,13 @@ class RuleSet:
 
     name: str
     description: str
-    config: RulesConfig = RulesConfig()
-    rules: tuple = RULES
+    config: RulesConfig = RulesConfig(rule_version="v1.0")
+    rules: tuple = RULES_V1
 
 
-RULE_SETS = {"v1": RuleSet("v1", "today's rules (rules v1, default parameters)")}
+RULE_SETS = {"v1": RuleSet("v1", "today's rules (rules v1, default parameters)"),
+             "v2": RuleSet("v2", "rules v2.0: parameter bands and regimes (default "
+                                 "parameters)", RulesConfig(rule_version="v2.0"), RULES_V2)}
 BASELINE_RULE_SET = "v1"
 
 

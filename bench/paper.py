@@ -55,6 +55,9 @@ N_DECISIONS = 1000
 BOOTSTRAP = {"n_resamples": 10000, "random_state": 20260524, "method": "BCa",
              "confidence_level": 0.95}
 THRESHOLD = 0.5
+# The paper's tables were made with the rules v1.0 (kept by version for this).
+PAPER_RULE_VERSION = "v1.0"
+PAPER_RULES = RulesConfig(rule_version=PAPER_RULE_VERSION)
 PRIOR_MEAN, PRIOR_WEIGHT = 0.5, 10.0
 HOLDOUT_SHARE = 0.2
 CONTROLS = ("no_memory", "uniform", "raw", "calibrated")
@@ -131,17 +134,17 @@ def v1(workdir: Path) -> dict:
     store = _open(workdir, "v1")
     partition = store.partition(ident)
     partition.append_many(rows)
-    first = consolidation_pass(partition)
+    first = consolidation_pass(partition, PAPER_RULES)
     snapshot_1 = facts_snapshot(partition)
     rates = [f for f in partition.facts() if f.kind == "skill_success_rate"]
-    second = consolidation_pass(partition)
+    second = consolidation_pass(partition, PAPER_RULES)
     snapshot_2 = facts_snapshot(partition)
 
     shuffled = list(rows)  # the same events (stamps included), inserted in another order
     np.random.default_rng(20260506).shuffle(shuffled)
     other = _open(workdir, "v1_shuffled").partition(ident)
     other.append_many(shuffled)
-    consolidation_pass(other)
+    consolidation_pass(other, PAPER_RULES)
     snapshot_shuffled = facts_snapshot(other)
 
     fact = rates[0] if len(rates) == 1 else None
@@ -181,10 +184,10 @@ def v2(workdir: Path) -> dict:
     partition = _open(workdir, "v2").partition(before)
     _append_results(partition, [{"skill_id": SKILL, "success": i % 5 != 0, "target_class":
                                  "glass_cup", "environment": ENVIRONMENT} for i in range(100)])
-    consolidation_pass(partition)
+    consolidation_pass(partition, PAPER_RULES)
     rows = [f.kind for f in partition.facts() if f.kind == "skill_success_rate"]
     after_first = load_manifest(EXAMPLE_MANIFEST).identity_hash()
-    second = consolidation_pass(partition)
+    second = consolidation_pass(partition, PAPER_RULES)
     after_second = load_manifest(EXAMPLE_MANIFEST).identity_hash()
     registry = manifest.capability_registry_hash
     flipped = ("0" if registry[0] != "0" else "1") + registry[1:]
@@ -236,7 +239,7 @@ def seed_memory(seed: int, workdir: Path) -> SeedMemory:
         logged += [_result(SKILL, name, ok) for ok in outcomes[:cut]]
         holdout[name] = outcomes[cut:]
     _append_results(partition, logged)
-    consolidation_pass(partition)
+    consolidation_pass(partition, PAPER_RULES)
     return SeedMemory(GroundingIndex(ident, partition.facts()), holdout)
 
 
@@ -247,7 +250,8 @@ def calibrated_rates(seed: int, memory: SeedMemory, workdir: Path, prior_mean: f
         f"{seed:064d}")
     _append_results(partition, [_result(SKILL, name, ok) for name, outcomes
                                 in memory.holdout.items() for ok in outcomes])
-    consolidation_pass(partition, RulesConfig(prior_mean=prior_mean, prior_weight=prior_weight))
+    consolidation_pass(partition, RulesConfig(prior_mean=prior_mean, prior_weight=prior_weight,
+                                              rule_version=PAPER_RULE_VERSION))
     return {f.value["target_class"]: f.value["shrunk_rate"] for f in partition.facts()
             if f.kind == "skill_success_rate"}
 

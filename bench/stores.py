@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from robot_memory.consolidation import consolidation_pass
+from robot_memory.consolidation.rules import DEFAULT_RULE_VERSION
 from robot_memory.consolidation.rules.timeline import TIMELINE_LAYOUT
 from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.manifest import load_manifest
@@ -143,9 +144,12 @@ def cached_store(events: int, facts: int, consolidated: bool = True,
     CACHE.mkdir(exist_ok=True)
     shape = f"targets{spread_targets}_spread" if spread_targets else f"facts{facts}"
     # A consolidated store holds states as this code writes them (the layout in its name)
-    # and a run that records the tier's digest ("d": a store without one is not reused).
+    # and a run that records the tier's digest ("d": a store without one is not reused),
+    # made by the default rules (their version in its name from v2.0 on: a store keeps
+    # the version of its states, so one of v1.0 would go on being consolidated with v1.0).
+    rules = "" if DEFAULT_RULE_VERSION == "v1.0" else f"_{DEFAULT_RULE_VERSION}"
     name = (f"{GENERATOR}_events{events}_{shape}"
-            f"{f'_consolidated_t{TIMELINE_LAYOUT}d' if consolidated else ''}")
+            f"{f'_consolidated_t{TIMELINE_LAYOUT}d{rules}' if consolidated else ''}")
     path = CACHE / f"{name}.db"
     if path.exists():
         return path

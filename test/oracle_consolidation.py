@@ -28,9 +28,10 @@ from robot_memory.consolidation.checkpoint import read_overrides as override_eve
 from robot_memory.consolidation.consolidation_pass import (  # noqa: F401
     facts_snapshot, snapshot_entry)
 from robot_memory.consolidation.override_plan import fact_as_rendered, plan_overrides
-from robot_memory.consolidation.rules import (RULE_VERSION, RULES, RULES_BY_KIND,
-                                              STATUS_CONTESTED, STATUS_INVALIDATED,
-                                              RenderedFact, RulesConfig)
+from robot_memory.consolidation.rules import (DEFAULT_RULE_VERSION, RULE_VERSIONS, RULES,
+                                              RULES_BY_KIND, STATUS_CONTESTED,
+                                              STATUS_INVALIDATED, RenderedFact, RulesConfig,
+                                              rules_of_store)
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, KNOWLEDGE_CONFLICT,
                                       KNOWLEDGE_CONFLICT_RESOLVED, OVERRIDE)
 from robot_memory.execution_result import InvalidRecord, record_from_payload
@@ -38,7 +39,7 @@ from robot_memory.store import (RUN_DIGEST_KEY, ConcurrentPass, FactRow, NewEven
                                 stored_tier_digest)
 from robot_memory.store.schema import consolidation_state, semantic_facts
 
-from oracle_rules import PER_RECORD, SkipRecord
+from oracle_rules import PER_RECORD_BY_VERSION, SkipRecord
 
 CHUNK = 5000
 
@@ -56,7 +57,7 @@ class FactChange:
 @dataclass
 class PassReport:
     identity_hash: str
-    rule_version: str = RULE_VERSION
+    rule_version: str = DEFAULT_RULE_VERSION
     first_seq: int = 0
     last_seq: int = 0
     events_read: int = 0
@@ -94,6 +95,14 @@ class Folder:
         self.load = load
         self.states: dict[GroupId, dict[str, Any]] = {}
         self.stored: set[GroupId] = set()  # groups that already had a row before this pass
+        # The version's rules: this module's RULES for the default one (a test may swap
+        # them), the package's set for another.
+        if config.rule_version == DEFAULT_RULE_VERSION:
+            self.rules, self.by_kind = RULES, RULES_BY_KIND
+        else:
+            self.rules = rules_of_store(config.rule_version, config)[1]
+            self.by_kind = {rule.kind: rule for rule in self.rules}
+        self.per_record = PER_RECORD_BY_VERSION[config.rule_version]
 
     def fold(self, rows: Iterable[tuple[int, int, int, str]]) -> None:
         """Fold (id, seq, stamp_ns, payload_json) rows of execution results."""
@@ -105,9 +114,9 @@ class Folder:
             except InvalidRecord as exc:
                 self.report.skip(f"invalid_payload:{exc.reason}")
                 continue
-            for rule in RULES:
+            for rule in self.rules:
                 try:
-                    items = PER_RECORD[rule.kind].extract(record)
+                    items = self.per_record[rule.kind].extract(record)
                 except SkipRecord as skip:
                     self.report.skip(f"{rule.kind}:{skip.reason}")
                     continue
@@ -128,11 +137,11 @@ class Folder:
                     self.states[(kind, group)] = state
                     self.stored.add((kind, group))
         for gid, item, event_id in chunk:
-            PER_RECORD[gid[0]].fold(self.states.setdefault(gid, {}), item, event_id,
-                                    self.config)
+            self.per_record[gid[0]].fold(self.states.setdefault(gid, {}), item, event_id,
+                                         self.config)
 
     def render(self, gid: GroupId) -> list[RenderedFact]:
-        return RULES_BY_KIND[gid[0]].render(gid[1], self.states[gid], self.config)
+        return self.by_kind[gid[0]].render(gid[1], self.states[gid], self.config)
 
 
 def checkpoint(partition: Partition, conn: Connection) -> tuple[int, int, int]:
@@ -182,7 +191,7 @@ def _same(old: FactRow, fact: RenderedFact) -> bool:
 def _conflict_event(change: FactChange) -> dict[str, Any] | None:
     was = change.old.status if change.old else None
     now = change.new.status
-    if STATUS_INVALIDATED in (was, now) or change.new.rule_version != RULE_VERSION:
+    if STATUS_INVALIDATED in (was, now) or change.new.rule_version not in RULE_VERSIONS:
         return None  # an operator's doing, logged as the override itself
     if now == STATUS_CONTESTED and was != STATUS_CONTESTED:
         kind = KNOWLEDGE_CONFLICT
@@ -208,6 +217,9 @@ def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig()
         run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
         run_seq, report.previous_run_event_id, done_seq = (
             (run.seq, run.id, int(run.payload["last_seq"])) if run else (0, 0, 0))
+        # The store keeps the version its states were built with.
+        config = rules_of_store(run.payload["rule_version"] if run else None, config)[0]
+        report.rule_version = config.rule_version
         done_overrides = int(run.payload.get("override_seq", done_seq)) if run else 0
         until = partition.head(conn)[0]
         if max_events is not None:
@@ -287,7 +299,7 @@ def _drop_semantic_tier(partition: Partition, conn: Connection) -> None:
 
 
 def _run_payload(report: PassReport) -> dict[str, Any]:
-    return {"rule_version": RULE_VERSION, "first_seq": report.first_seq,
+    return {"rule_version": report.rule_version, "first_seq": report.first_seq,
             "last_seq": report.last_seq, "events_read": report.events_read,
             "facts_touched": report.facts_touched,
             "skipped": dict(sorted(report.skipped.items())),
@@ -341,8 +353,10 @@ def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *
     memory (the live store is not touched), overrides applied as the passes apply
     them. Same format as facts_snapshot."""
     report = PassReport(partition.identity_hash)
-    folder = Folder(config, report)
     with partition.store.read() as conn:
+        run = partition.latest_event(CONSOLIDATION_RUN, conn=conn)
+        config = rules_of_store(run.payload["rule_version"] if run else None, config)[0]
+        folder = Folder(config, report)
         last = until_seq if until_seq is not None else partition.head(conn)[0]
         plan = plan_overrides(override_events(partition, conn, last, until_stamp_ns))
         results_until = last if plan.frozen_since is None else min(last, plan.frozen_since)

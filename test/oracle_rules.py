@@ -1,7 +1,7 @@
-"""TEST ORACLE ONLY: the rules v1 written one record at a time, as they were before the
-set-based pass. The reference engine (oracle_consolidation.py) folds every record
-through these and renders with the package's rules; the equivalence tests require its
-states and facts to be the bytes the set-based pass gives. An independent second
+"""TEST ORACLE ONLY: the rules v1 (and v2.0's skill rule) written one record at a time, as
+they were before the set-based pass. The reference engine (oracle_consolidation.py) folds
+every record through these and renders with the package's rules; the equivalence tests
+require its states and facts to be the bytes the set-based pass gives. An independent second
 writing of each rule's adding up: the package writes it once, set-based.
 
 Each per-record rule has `extract(record)` -> [(group, item)] (raising SkipRecord for a
@@ -11,6 +11,7 @@ item to its group's state in place.
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from robot_memory.consolidation.rules import RulesConfig, fact_key
@@ -139,6 +140,35 @@ class ZoneRisk:
         note_support(state, event_id, record.stamp_ns)
 
 
-# The per-record writing of each kind of the package's RULES.
-PER_RECORD = {rule.kind: rule for rule in (SkillSuccessRate(), InteractionPattern(),
-                                           ObjectProperty(), ZoneRisk())}
+def two_significant_figures(value: float) -> str:
+    """The v2.0 grid band of a value, worked out in decimal: the exact value rounded half
+    to even at its second significant digit, as repr(float) (0 and -0 alike)."""
+    exact = Decimal(float(value))
+    if exact == 0:
+        return repr(0.0)
+    step = Decimal(1).scaleb(exact.adjusted() - 1)
+    return repr(float(exact.quantize(step, rounding=ROUND_HALF_EVEN)) + 0.0)
+
+
+class SkillSuccessRateV2(SkillSuccessRate):
+    """v2.0: v1's state, and an outcome timeline per parameter band."""
+
+    def fold(self, state: dict[str, Any], record, event_id: int,
+             config: RulesConfig) -> None:
+        super().fold(state, record, event_id, config)
+        state.setdefault("bands", {})
+        column = outcome_column(record, config)
+        for name, value in record.parameters.items():
+            bands = state["bands"].setdefault(name, {})
+            band = two_significant_figures(value)
+            holder = {"timeline": bands[band]} if band in bands else {}
+            timeline_add(holder, record.stamp_ns, column, 3, config)
+            bands[band] = holder["timeline"]
+
+
+# The per-record writing of each kind of the package's rule sets, by version.
+PER_RECORD_V1 = {rule.kind: rule for rule in (SkillSuccessRate(), InteractionPattern(),
+                                              ObjectProperty(), ZoneRisk())}
+PER_RECORD_BY_VERSION = {"v1.0": PER_RECORD_V1,
+                         "v2.0": {**PER_RECORD_V1, "skill_success_rate": SkillSuccessRateV2()}}
+PER_RECORD = PER_RECORD_BY_VERSION["v2.0"]  # the default version's

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robot_memory.canonical import plain_canonical_json
-from robot_memory.consolidation.rules import (RULE_VERSION, STATUS_CONTESTED,
+from robot_memory.consolidation.rules import (RULE_VERSIONS, STATUS_CONTESTED,
                                               STATUS_INVALIDATED, RenderedFact)
 from robot_memory.event_kinds import KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED
 from robot_memory.store import FactRow, FactWrite, Partition
@@ -59,7 +59,7 @@ def conflict_event(change: FactChange) -> dict[str, Any] | None:
     """The knowledge_conflict(_resolved) event of a change into or out of contested."""
     was = change.old.status if change.old else None
     now = change.new.status
-    if STATUS_INVALIDATED in (was, now) or change.new.rule_version != RULE_VERSION:
+    if STATUS_INVALIDATED in (was, now) or change.new.rule_version not in RULE_VERSIONS:
         return None  # an operator's doing, logged as the override itself
     if now == STATUS_CONTESTED and was != STATUS_CONTESTED:
         kind = KNOWLEDGE_CONFLICT

@@ -37,8 +37,9 @@ from robot_memory.consolidation.checkpoint import (Checkpoint, read_checkpoint, 
 from robot_memory.consolidation.override_plan import (IllShaped, OverridePlan,
                                                       fact_as_rendered, plan_overrides)
 from robot_memory.consolidation.partials import aggregate
-from robot_memory.consolidation.rules import (RULE_VERSION, RULES, Partials, RenderedFact, Rule,
-                                              RulesConfig)
+from robot_memory.consolidation.rules import (DEFAULT_RULE_VERSION, RULE_VERSIONS, Partials,
+                                              RenderedFact, Rule, RulesConfig,
+                                              reads_parameter_buckets, rules_of_store)
 from robot_memory.consolidation.rules.base import OneFactPerGroup
 from robot_memory.consolidation.tier_update import digest_after, digest_before, stored_states_sum
 from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
@@ -52,7 +53,10 @@ __all__ = ["CONSOLIDATION_RUN", "EXECUTION_RESULT", "ConcurrentPass", "FactChang
 @dataclass
 class PassReport:
     identity_hash: str
-    rule_version: str = RULE_VERSION
+    rule_version: str = DEFAULT_RULE_VERSION  # the rules this pass consolidated with
+    # The configured rule version, when the store's states were built by another (the
+    # store keeps its own; `consolidate` reports that an upgrade is available).
+    upgrade_available: str | None = None
     first_seq: int = 0
     last_seq: int = 0
     events_read: int = 0
@@ -81,11 +85,13 @@ class PassReport:
         # A rule skips what it cannot use (an event with no observations gives no
         # object_property fact): counted per rule and reason, not events left unread.
         skips = ", ".join(f"{reason} {n}" for reason, n in sorted(self.skipped.items()))
+        upgrade = (f" [rules {self.rule_version}; {self.upgrade_available} is configured: "
+                   "an upgrade is available]" if self.upgrade_available else "")
         return (f"consolidation pass: read {self.events_read} events (seq {self.first_seq}.."
                 f"{self.last_seq}), applied {self.overrides_applied} overrides, touched "
                 f"{self.facts_touched} facts, not used by a rule: {skips or 'none'}, "
                 f"conflicts {len(self.conflicts)}, took {self.duration_s * 1000:.1f} ms"
-                f"{frozen}")
+                f"{frozen}{upgrade}")
 
     def outcome(self) -> str:
         """What happened, worded for the mode that was asked for and what came of it."""
@@ -113,6 +119,8 @@ class PassInputs:
     after_seq: int  # results after_seq < seq <= until_seq are folded
     until_seq: int
     rules: dict[str, Rule]  # the pass's rules by kind
+    # The config the pass renders with: the store's rule version (rules_of_store).
+    config: RulesConfig = field(default_factory=RulesConfig)
     partials: Partials = field(default_factory=Partials)
     events_read: int = 0
     first_seq: int = 0
@@ -140,9 +148,11 @@ class PassResult:
 
 # -- 1. read --------------------------------------------------------------------------
 def read_inputs(partition: Partition, config: RulesConfig,
-                max_events: int | None = None, rules: Sequence[Rule] = RULES) -> PassInputs:
+                max_events: int | None = None, rules: Sequence[Rule] | None = None
+                ) -> PassInputs:
     with partition.store.read() as conn:
         checkpoint = read_checkpoint(partition, conn)
+        config, rules = rules_of_store(checkpoint.rule_version, config, rules)
         until = partition.head(conn)[0]
         if max_events is not None:
             until = min(until, checkpoint.done_seq + max_events)
@@ -152,9 +162,10 @@ def read_inputs(partition: Partition, config: RulesConfig,
         inputs = PassInputs(checkpoint, until, plan,
                             sum(1 for o in overrides if o.seq > checkpoint.override_seq),
                             plan.reset_seq > checkpoint.override_seq, after, results_until,
-                            {rule.kind: rule for rule in rules})
+                            {rule.kind: rule for rule in rules}, config)
         added = aggregate(partition.result_aggregates(
-            after, results_until, int(config.time_bucket_s * 1e9), conn), config, rules)
+            after, results_until, int(config.time_bucket_s * 1e9), conn,
+            parameter_buckets=reads_parameter_buckets(rules)), config, rules)
         inputs.partials, inputs.events_read = added.partials, added.events_read
         inputs.first_seq, inputs.last_stamp_ns = added.first_seq, added.last_stamp_ns
         if inputs.nothing_new:
@@ -255,7 +266,7 @@ def _why(exc: Exception) -> str:
 def run_payload(report: PassReport, inputs: PassInputs, digest: TierDigest) -> dict[str, Any]:
     """The consolidation_run event: the range processed, facts touched, skips (the
     next pass's checkpoint), and the digest of the tier the pass leaves."""
-    return {"rule_version": RULE_VERSION, RUN_DIGEST_KEY: digest.payload(),
+    return {"rule_version": inputs.config.rule_version, RUN_DIGEST_KEY: digest.payload(),
             "first_seq": report.first_seq, "last_seq": report.last_seq,
             "events_read": report.events_read, "facts_touched": report.facts_touched,
             "skipped": dict(sorted(report.skipped.items())),
@@ -283,15 +294,17 @@ def collector_paused() -> Iterator[None]:
 def consolidation_pass(partition: Partition, config: RulesConfig = RulesConfig(), *,
                        apply: bool = True, stamp_ns: int | None = None,
                        max_events: int | None = None,
-                       rules: Sequence[Rule] = RULES) -> PassReport:
+                       rules: Sequence[Rule] | None = None) -> PassReport:
     """Run one pass; with apply=False only report what it would change (dry run).
-    `rules` are the rules v1 unless a caller brings its own (a rule being tried out)."""
+    `rules` are the rule set of the store's version (rules_of_store: the configured
+    config.rule_version on a new store) unless a caller brings its own (a rule being
+    tried out)."""
     with collector_paused():
         return _run_pass(partition, config, apply, stamp_ns, max_events, rules)
 
 
 def _run_pass(partition: Partition, config: RulesConfig, apply: bool, stamp_ns: int | None,
-              max_events: int | None, rules: Sequence[Rule]) -> PassReport:
+              max_events: int | None, rules: Sequence[Rule] | None) -> PassReport:
     started = time.perf_counter()
     inputs, report, result = plan_pass(partition, config, apply, max_events, rules)
     if apply and result is not None:
@@ -302,12 +315,15 @@ def _run_pass(partition: Partition, config: RulesConfig, apply: bool, stamp_ns: 
 
 
 def plan_pass(partition: Partition, config: RulesConfig, apply: bool = True,
-              max_events: int | None = None, rules: Sequence[Rule] = RULES
+              max_events: int | None = None, rules: Sequence[Rule] | None = None
               ) -> tuple[PassInputs, PassReport, PassResult | None]:
     """Steps 1 and 2: read the inputs and compute the result (None: nothing new), with the
     report of the pass they make; nothing is written."""
     inputs = read_inputs(partition, config, max_events, rules)
-    report = PassReport(partition.identity_hash, dry_run=not apply,
+    used = inputs.config.rule_version
+    report = PassReport(partition.identity_hash, rule_version=used,
+                        upgrade_available=_newer(config.rule_version, used),
+                        dry_run=not apply,
                         previous_run_event_id=inputs.checkpoint.run_event_id,
                         frozen=inputs.plan.frozen_since is not None,
                         first_seq=inputs.first_seq, events_read=inputs.events_read,
@@ -318,11 +334,16 @@ def plan_pass(partition: Partition, config: RulesConfig, apply: bool = True,
         report.last_seq = inputs.checkpoint.done_seq
         return inputs, report, None
     report.last_seq = inputs.until_seq
-    result = compute(inputs, config)
+    result = compute(inputs, inputs.config)
     report.changes, report.conflicts = result.changes, result.conflicts
     report.fact_faults = result.faults
     report.facts_touched = len(result.changes)
     return inputs, report, result
+
+
+def _newer(configured: str, used: str) -> str | None:
+    """The configured rule version when it is newer than the store's."""
+    return configured if RULE_VERSIONS.index(configured) > RULE_VERSIONS.index(used) else None
 
 
 # -- 3. commit --------------------------------------------------------------------------
@@ -363,17 +384,21 @@ def facts_snapshot(partition: Partition) -> str:
 
 def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *,
                     until_seq: int | None = None, until_stamp_ns: int | None = None,
-                    rules: Sequence[Rule] = RULES) -> str:
+                    rules: Sequence[Rule] | None = None) -> str:
     """The facts as they were at a point of the log, rebuilt from the events alone in
     memory (the live store is not touched), overrides applied as the passes apply
-    them. Same format as facts_snapshot."""
+    them, with the rules of the store's version (rules_of_store). Same format as
+    facts_snapshot."""
     with partition.store.read() as conn:
+        config, rules = rules_of_store(read_checkpoint(partition, conn).rule_version,
+                                       config, rules)
         last = until_seq if until_seq is not None else partition.head(conn)[0]
         plan = plan_overrides(read_overrides(partition, conn, last, until_stamp_ns))
         after, results_until = result_range(0, plan, last)
         partials = aggregate(partition.result_aggregates(
             after, results_until, int(config.time_bucket_s * 1e9), conn,
-            until_stamp_ns=until_stamp_ns), config, rules).partials
+            until_stamp_ns=until_stamp_ns,
+            parameter_buckets=reads_parameter_buckets(rules)), config, rules).partials
     by_kind = {rule.kind: rule for rule in rules}
     rendered = render_all(merged_states(partials, {}, config, by_kind), config, by_kind)
     keys = sorted(set(rendered) | set(plan.operator_facts))

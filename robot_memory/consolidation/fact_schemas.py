@@ -30,17 +30,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError,
-                      ValidationInfo, field_validator)
+from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr,
+                      ValidationError, ValidationInfo, field_validator)
 
 from robot_memory.canonical import canonical_json
-from robot_memory.consolidation.rules.base import RULE_VERSION
+from robot_memory.consolidation.rules.base import RULE_VERSION_V2, RULE_VERSIONS
 
 # A finite JSON number (an int is taken as one, a bool or a string is not).
 Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0.0, le=1.0)]
 Count = Annotated[int, Field(strict=True, ge=0)]
 Name = Annotated[str, Field(strict=True, min_length=1)]
+NonNegative = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0.0)]
 
 
 class _Shape(BaseModel):
@@ -147,9 +148,109 @@ class ZoneRisk(_FactValue):
         return value
 
 
+class BandEvidence(_Shape):
+    """One parameter band's evidence in the current regime (rules v2.0)."""
+
+    band: StrictStr  # the grid value as repr(float); "" for a key without parameters
+    n: Count
+    successes: Count
+    weighted_n: NonNegative
+    weighted_successes: NonNegative
+    rate: Fraction  # decay-weighted
+    lcb: Fraction  # Wilson lower bound of the decay-weighted rate
+
+
+class RecommendedBand(Band):
+    """The recommended band of a parameter (rules v2.0): every quantile is the band's
+    value, with the band's own evidence in the current regime."""
+
+    q1: Number
+    q3: Number
+    min: Number
+    max: Number
+    n: Count
+    successes: Count
+    rate: Fraction
+    lcb: Fraction
+
+
+class BandCounts(_Shape):
+    band: StrictStr
+    n: Count
+    successes: Count
+
+
+class PreviousRegime(_Shape):
+    since_ns: StrictInt | None  # None: from the first evidence
+    until_ns: StrictInt
+    parameter_evidence: dict[StrictStr, list[BandCounts]]
+
+
+class ChangeTest(_Shape):
+    """The CUSUM that confirmed the current regime's boundary."""
+
+    statistic: Number
+    threshold: Number
+    drift: Number
+    direction: Literal["down", "up"]
+    reference_rate: Fraction
+    confirmed_bucket: StrictInt
+    name: StrictStr
+    band: StrictStr
+
+
+class Regime(_Shape):
+    since_ns: StrictInt | None  # None: no change found (the regime is all evidence)
+    boundary_bucket: StrictInt | None
+    changes: Count
+    test: ChangeTest | None
+    previous: PreviousRegime | None
+
+
+class ChangeSuspected(_Shape):
+    name: StrictStr
+    band: StrictStr
+    direction: Literal["down", "up"]
+    statistic: Number
+    threshold: Number
+
+
+class SkillSuccessRateV2(_FactValue):
+    """skill_success_rate as rules v2.0 render it: conditional on the parameters, from
+    the current regime's evidence (docs/consolidation.md#regimes)."""
+
+    skill_id: Name
+    target_class: StrictStr
+    environment: StrictStr
+    rate: Fraction
+    recommended_parameters: dict[StrictStr, RecommendedBand]
+    n: Count
+    successes: Count
+    failures: Count
+    weighted: WeightedRate
+    shrunk_rate: Fraction
+    parameter_evidence: dict[StrictStr, list[BandEvidence]]
+    regime: Regime
+    change_suspected: ChangeSuspected | None
+    failure_reasons: dict[StrictStr, Count]
+    most_common_failure: StrictStr | None
+    rule_version: Literal["v2.0"]
+
+
 SCHEMAS: dict[str, type[_FactValue]] = {
     "skill_success_rate": SkillSuccessRate, "interaction_pattern": InteractionPattern,
     "object_property": ObjectProperty, "zone_risk": ZoneRisk}
+# A value that says it was rendered by rules v2.0 is held to these where they differ.
+SCHEMAS_V2: dict[str, type[_FactValue]] = {**SCHEMAS, "skill_success_rate": SkillSuccessRateV2}
+
+
+def schema_of(kind: str, value: Any) -> type[_FactValue] | None:
+    """The model a value of `kind` is held to: by the rule version it names (v2.0's
+    where it has its own), else the kind's (an operator fact's shape)."""
+    if isinstance(value, dict) and value.get("rule_version") == RULE_VERSION_V2:
+        return SCHEMAS_V2.get(kind)
+    return SCHEMAS.get(kind)
+
 
 # What an operator fact must give, by kind (zone_risk: also the field its scope names).
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -180,7 +281,7 @@ def _problem(error: ValidationError) -> ValueProblem:
 def value_problem(kind: str, value: Any) -> ValueProblem | None:
     """None when `value` has the shape of `kind`'s values (or `kind` has no schema: a
     rule being tried out), else the first field that does not."""
-    schema = SCHEMAS.get(kind)
+    schema = schema_of(kind, value)
     if schema is None:
         return None
     try:
@@ -215,11 +316,11 @@ def operator_fact_problem(payload: Any) -> ValueProblem | None:
 
 def stored_fact_problem(kind: str, rule_version: str, value_of) -> ValueProblem | None:
     """None when a stored fact can be loaded (published, indexed, served), else why not.
-    A fact the rules made (this RULE_VERSION) is taken as its rule renders it, unchecked:
+    A fact the rules made (a version of RULE_VERSIONS) is taken as its rule renders it, unchecked:
     the holders leave out one that still fails them, fact by fact. Any other (an
     operator's, one of unknown origin) came from outside and is checked against its
     kind's shape. `value_of`: the value, called only when it is checked."""
-    if rule_version == RULE_VERSION:
+    if rule_version in RULE_VERSIONS:
         return None
     try:
         value = value_of()

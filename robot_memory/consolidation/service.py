@@ -387,7 +387,10 @@ class ConsolidationService:
                            "last_pass_events_read": report.events_read,
                            "last_pass_facts_touched": report.facts_touched,
                            "last_pass_skipped": sum(report.skipped.values()),
-                           "last_pass_conflicts": len(report.conflicts)})
+                           "last_pass_conflicts": len(report.conflicts),
+                           "rule_version": report.rule_version})
+            if report.upgrade_available:  # the store keeps the version it was built with
+                values["rule_upgrade_available"] = report.upgrade_available
             values.update({f"last_pass_skipped.{reason}": n
                            for reason, n in report.skipped.items()})
         return values

@@ -30,7 +30,8 @@ from sqlalchemy import select
 
 from robot_memory.canonical import plain_json_loads
 from robot_memory.retention.compaction import CompactionError
-from robot_memory.consolidation.rules import RULES, Rule, RulesConfig
+from robot_memory.consolidation.checkpoint import read_checkpoint
+from robot_memory.consolidation.rules import Rule, RulesConfig, rules_of_store
 from robot_memory.consolidation.tier_rebuild import (checkpoint_and_plan, facts_from_states,
                                                      state_texts, states_from_log)
 from robot_memory.store import (DIGEST_BITS, FACTS_TABLE, STATES_TABLE, Partition,
@@ -126,12 +127,15 @@ def _part_digest(stored: dict, row_hash) -> tuple[int, int]:
 
 # -- verify: name the row ---------------------------------------------------------------------
 def locate_difference(partition: Partition, config: RulesConfig = RulesConfig(),
-                      rules: Sequence[Rule] = RULES) -> TierAudit:
-    """Name the first stored fact or state that makes the tier differ from its digest."""
+                      rules: Sequence[Rule] | None = None) -> TierAudit:
+    """Name the first stored fact or state that makes the tier differ from its digest
+    (with the rules of the store's version unless `rules` are given)."""
     ident = partition.identity_hash
     audit = TierAudit(ident, True)
     fact_hash, state_hash = partial(_fact_hash, ident), partial(_state_hash, ident)
     with partition.store.read() as conn:
+        config, rules = rules_of_store(read_checkpoint(partition, conn).rule_version,
+                                       config, rules)
         try:
             recorded = newest_run_digest(ident, conn).digest
         except ValueError:
@@ -196,12 +200,16 @@ def _name(audit: TierAudit, table: str, stored: dict, expected: dict,
 
 # -- verify --full: re-derive the whole tier ------------------------------------------------
 def rederive(partition: Partition, config: RulesConfig = RulesConfig(),
-             archive_dir: Path | None = None, rules: Sequence[Rule] = RULES) -> TierAudit:
-    """Rebuild the whole tier from the log and compare it with every stored row."""
+             archive_dir: Path | None = None, rules: Sequence[Rule] | None = None
+             ) -> TierAudit:
+    """Rebuild the whole tier from the log and compare it with every stored row (with the
+    rules of the store's version unless `rules` are given)."""
     from robot_memory.retention.archives import whole_history
     ident = partition.identity_hash
     audit = TierAudit(ident, True)
     with partition.store.read() as conn:
+        config, rules = rules_of_store(read_checkpoint(partition, conn).rule_version,
+                                       config, rules)
         compacted = compactions(ident, conn)
         facts, states = _stored_facts(ident, conn), _stored_states(ident, conn)
     if not compacted:

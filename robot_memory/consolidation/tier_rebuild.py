@@ -23,7 +23,8 @@ from robot_memory.canonical import plain_canonical_json
 from robot_memory.consolidation.checkpoint import Checkpoint, read_checkpoint, read_overrides
 from robot_memory.consolidation.override_plan import OverridePlan, plan_overrides
 from robot_memory.consolidation.partials import aggregate
-from robot_memory.consolidation.rules import RULES, Rule, RulesConfig
+from robot_memory.consolidation.rules import (RULES, Rule, RulesConfig, reads_parameter_buckets,
+                                              rules_of_store)
 from robot_memory.store import Partition
 
 Key = tuple[str, str]  # (fact kind, key)
@@ -40,14 +41,17 @@ def checkpoint_and_plan(partition: Partition, conn: Connection
 
 
 def states_from_log(partition: Partition, config: RulesConfig, conn: Connection,
-                    rules: Sequence[Rule] = RULES) -> dict[Key, dict[str, Any]]:
+                    rules: Sequence[Rule] | None = None) -> dict[Key, dict[str, Any]]:
     """Every group's state as the newest run left it, merged from the log's results (the
-    live chain must hold them all: history a compaction removed is not read)."""
+    live chain must hold them all: history a compaction removed is not read), with the
+    rules of the store's version unless `rules` are given."""
     checkpoint, plan = checkpoint_and_plan(partition, conn)
+    config, rules = rules_of_store(checkpoint.rule_version, config, rules)
     after = plan.reset_seq
     until = max(after, checkpoint.done_seq)
     partials = aggregate(partition.result_aggregates(
-        after, until, int(config.time_bucket_s * 1e9), conn), config, rules).partials
+        after, until, int(config.time_bucket_s * 1e9), conn,
+        parameter_buckets=reads_parameter_buckets(rules)), config, rules).partials
     by_kind = {rule.kind: rule for rule in rules}
     states = {}
     for kind, groups in partials.groups.items():

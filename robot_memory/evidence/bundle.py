@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from robot_memory.evidence.bundle_format import (
@@ -24,6 +24,7 @@ from robot_memory.evidence.bundle_format import (
     RUNS,
     SUMS,
     BundleError,
+    bundle_rules_config,
     event_line,
     facts_lines,
     facts_until_seq,
@@ -35,7 +36,6 @@ from robot_memory.evidence.bundle_format import (
 from robot_memory.evidence.bundle_verify import BundleVerdict, verify_bundle
 from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import (
-    RULE_VERSION,
     RulesConfig,
     consolidation_pass,
     replay_snapshot,
@@ -93,6 +93,8 @@ def export_bundle(partition: Partition, out: Path, config: RulesConfig = RulesCo
                                                 f.last_updated_ns, f.value))
                   for f in partition.facts(conn)]
     until = facts_until_seq(last_run)
+    # The rules the store is consolidated with (those of its newest run).
+    config = replace(config, rule_version=last_run["rule_version"]) if last_run else config
     rebuilt = facts_lines(replay_snapshot(partition, config, until_seq=until))
     if rebuilt != stored:
         shutil.rmtree(out)
@@ -105,7 +107,7 @@ def export_bundle(partition: Partition, out: Path, config: RulesConfig = RulesCo
     counts["facts"] = len(stored)
     info = {"format": FORMAT, "identity_hash": partition.identity_hash,
             "chain_head": {"seq": head[0], "event_hash": head[1]},
-            "rule_version": RULE_VERSION, "rules_config": rules_config_json(config),
+            "rule_version": config.rule_version, "rules_config": rules_config_json(config),
             "facts_until_seq": until, "counts": counts,
             "manifest": MANIFEST if manifest_path is not None else None}
     (out / INFO).write_text(info_text(info), encoding="utf-8")
@@ -129,7 +131,7 @@ def import_bundle(root: Path, store: MemoryStore) -> tuple[Partition, int]:
     if not verdict.ok:
         raise BundleError(f"bundle does not verify: {verdict.problems[0]}")
     info = json.loads((root / INFO).read_text(encoding="utf-8"))
-    config = RulesConfig.from_settings(info["rules_config"])
+    config = bundle_rules_config(info)
     partition = store.partition(info["identity_hash"])
     if partition.head()[0] != 0:
         raise BundleError(f"the store already holds events of identity "

@@ -59,6 +59,17 @@ def rules_config_json(config: RulesConfig) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()}
 
 
+# Rule parameters added after bundles were first written: a bundle without them was made
+# with the rules its info's rule_version names and these at their defaults.
+ADDED_RULE_PARAMETERS = ("rule_version", "change_drift", "change_threshold")
+
+
+def bundle_rules_config(info: dict[str, Any]) -> RulesConfig:
+    """The RulesConfig a bundle's info records (its rule_version wins)."""
+    return RulesConfig.from_settings({**info["rules_config"],
+                                      "rule_version": info["rule_version"]})
+
+
 def facts_until_seq(run_payload: dict[str, Any] | None) -> int:
     """The log position the stored facts reflect: what the newest pass had read."""
     if run_payload is None:

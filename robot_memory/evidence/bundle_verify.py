@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from robot_memory.evidence.bundle_format import (
+    ADDED_RULE_PARAMETERS,
     CONSULTATIONS,
     EVENT_KEYS,
     EVENTS,
@@ -24,6 +25,7 @@ from robot_memory.evidence.bundle_format import (
     MANIFEST,
     RUNS,
     SUMS,
+    bundle_rules_config,
     event_line,
     facts_lines,
     facts_until_seq,
@@ -33,7 +35,8 @@ from robot_memory.evidence.bundle_format import (
     sha256_file,
 )
 from robot_memory.canonical import canonical_json
-from robot_memory.consolidation import RULE_VERSION, RulesConfig, replay_snapshot
+from robot_memory.consolidation import RulesConfig, replay_snapshot
+from robot_memory.consolidation.rules import RULE_VERSIONS, ConsolidationConfigError
 from robot_memory.event_kinds import CONSOLIDATION_RUN, FACT_CONSULTATION
 from robot_memory.store import MemoryStore, NewEvent, event_digest
 from robot_memory.store.schema import GENESIS_HASH
@@ -259,17 +262,20 @@ def _report_order(name: str) -> tuple[int, str]:
 def _config_from_info(info: dict, info_lines: list[str], problems: _Problems
                       ) -> RulesConfig | None:
     line = INFO_KEYS.index("rules_config") + 2
-    if info["rule_version"] != RULE_VERSION:
+    if info["rule_version"] not in RULE_VERSIONS:
         problems.add(INFO, INFO_KEYS.index("rule_version") + 2,
                      f"rules {info['rule_version']!r}; this robot_memory rebuilds with "
-                     f"{RULE_VERSION!r} (verify with that version)")
+                     f"{list(RULE_VERSIONS)} (verify with that version)")
         return None
     try:
-        config = RulesConfig.from_settings(info["rules_config"])
-    except (TypeError, ValueError, AttributeError) as exc:
+        config = bundle_rules_config(info)
+    except (TypeError, ValueError, AttributeError, ConsolidationConfigError) as exc:
         problems.add(INFO, line, f"rules_config unusable: {exc}")
         return None
-    if rules_config_json(config) != info["rules_config"]:
+    # A bundle written before a parameter was added holds it at its default.
+    written = {key: value for key, value in rules_config_json(config).items()
+               if key in info["rules_config"] or key not in ADDED_RULE_PARAMETERS}
+    if written != info["rules_config"]:
         problems.add(INFO, line, "rules_config has unknown or missing parameters")
         return None
     return config

@@ -14,7 +14,8 @@ from typing import Any
 
 from robot_memory.retention.archives import archived_segments, history_events
 from robot_memory.consolidation.partials import fact_keys_of_result
-from robot_memory.consolidation.rules import RULES_BY_KIND, RulesConfig
+from robot_memory.consolidation.rules import (DEFAULT_RULE_VERSION, RULE_VERSIONS, RULES_BY_KIND,
+                                              RulesConfig, rules_for)
 from robot_memory.errors import InputError
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, FACT_CONSULTATION,
                                       KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED)
@@ -45,7 +46,13 @@ def find_fact(partition: Partition, fact_id: int = 0, kind: str = "",
 def _supporting(results: Iterable[StoredEvent], fact: FactRow) -> dict[str, Any]:
     """The results behind a fact: each is added up on its own by the fact's rule, through
     the methods a pass calls, and supports the fact if the rule would render its key."""
-    rule, config = RULES_BY_KIND[fact.kind], RulesConfig()
+    # The rules of the version that made the fact (an operator's: the default set's).
+    # A kind no set has (a rule being tried out) is looked up among the default's.
+    version = fact.rule_version if fact.rule_version in RULE_VERSIONS else DEFAULT_RULE_VERSION
+    rules = RULES_BY_KIND if version == DEFAULT_RULE_VERSION else \
+        {rule.kind: rule for rule in rules_for(version)}
+    rule = rules[fact.kind] if fact.kind in rules else RULES_BY_KIND[fact.kind]
+    config = RulesConfig(rule_version=version)
     outcomes = {"success": 0, "failure": 0}
     parameters: dict[str, dict[str, int]] = {}
     ids: list[int] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from sqlalchemy import Connection
@@ -15,6 +15,9 @@ from sqlalchemy import Connection
 from robot_memory.store.bulk import placeholder
 from robot_memory.store.facets import facets_of_payload, floor_div_sql
 from robot_memory.store.schema import OBSERVATION, PARAMETER
+
+# grouped_values's tag of parameter rows grouped by time bucket too (not a source).
+BUCKETED = -1
 
 # Results in a range read with just the combinations it uses (ComboIds.for_short_range).
 SHORT_RANGE = 20_000
@@ -89,6 +92,21 @@ class ParameterCount(NamedTuple):
     count: int
 
 
+class BucketedParameterCount(NamedTuple):
+    """How many results of one outcome group in one event-time bucket used one value of
+    one parameter (read only when a pass asks for them: parameter_buckets)."""
+
+    skill_id: str
+    target_class: str
+    environment: str
+    success: bool
+    failure_reason: str
+    name: str
+    value_repr: str
+    bucket: int
+    count: int
+
+
 class ObservationCount(NamedTuple):
     """How many results observed one value of one property of a target, and the newest."""
 
@@ -102,10 +120,14 @@ class ObservationCount(NamedTuple):
 
 @dataclass
 class ValueBatch:
-    """Some of a range's parameters and observations, aggregated (value x count)."""
+    """Some of a range's parameters and observations, aggregated (value x count). With
+    parameter_buckets asked for, the parameters also per event-time bucket
+    (bucketed_parameters; `parameters` then holds the same rows without their bucket: a
+    group in several rows, to be added up)."""
 
     parameters: list[ParameterCount]
     observations: list[ObservationCount]
+    bucketed_parameters: list[BucketedParameterCount] = field(default_factory=list)
 
 
 @dataclass
@@ -129,13 +151,17 @@ def one_result_aggregates(payload: dict, stamp_ns: int, event_id: int, bucket_ns
     the rules' set-based methods, as `explain` does (min_seq is not known here: 0)."""
     combo, values = facets_of_payload(payload, stamp_ns)
     skill, target, environment, _zone, success, reason = combo[:6]
-    outcome = OutcomeRow(combo[7] or None, *combo[:7], stamp_ns // bucket_ns, 1, event_id,
+    bucket = stamp_ns // bucket_ns
+    outcome = OutcomeRow(combo[7] or None, *combo[:7], bucket, 1, event_id,
                          event_id, stamp_ns, 0)
     parameters = [ParameterCount(skill, target, environment, success, reason, name, value, 1)
                   for source, name, value in values if source == PARAMETER]
+    bucketed = [BucketedParameterCount(skill, target, environment, success, reason, name,
+                                       value, bucket, 1)
+                for source, name, value in values if source == PARAMETER]
     observations = [ObservationCount(target, name, value, 1, event_id, stamp_ns)
                     for source, name, value in values if source == OBSERVATION and target]
-    return ResultAggregates([outcome], [ValueBatch(parameters, observations)])
+    return ResultAggregates([outcome], [ValueBatch(parameters, observations, bucketed)])
 
 
 class ResultAggregation:
@@ -144,8 +170,8 @@ class ResultAggregation:
     of its results (`_combos`)."""
 
     def result_aggregates(self, after_seq: int, until_seq: int, bucket_ns: int,
-                          conn: Connection, until_stamp_ns: int | None = None
-                          ) -> ResultAggregates:
+                          conn: Connection, until_stamp_ns: int | None = None,
+                          parameter_buckets: bool = False) -> ResultAggregates:
         """The execution results after_seq < seq <= until_seq (and stamp <= until_stamp_ns)
         grouped by what the rules group and count by: value x count, never one row per
         event. The database groups by small integers (combination, time bucket); the
@@ -153,7 +179,9 @@ class ResultAggregation:
         read from the rollups, the ends of the range from the result rows; a group may
         come in several rows, to be added up. Both parts stream from cursors: iterate
         `outcomes`, then `values`, each once, before any other query on this connection's
-        snapshot is needed."""
+        snapshot is needed. With parameter_buckets, the parameters are grouped by
+        event-time bucket too (ValueBatch.bucketed_parameters): a whole block's come from
+        its sums when all its results fall in one bucket, else from its result rows."""
         chain = self.chain_number(conn)
         rollup = self.store.rollup
         blocks = _whole_blocks(after_seq, until_seq, rollup.block)
@@ -207,7 +235,11 @@ class ResultAggregation:
         # newest event, and SQLite sorts two halves and computes the maxima for one,
         # a fifth less time than grouping them together on a 10^4-fact key space.
         def grouped_values() -> Iterator[tuple[int, list[tuple]]]:
+            if parameter_buckets:
+                yield from bucketed_parameters()
             for source, newest in ((PARAMETER, ""), (OBSERVATION, _NEWEST_RESULT)):
+                if source == PARAMETER and parameter_buckets:
+                    continue
                 for _, params, id_lo, id_hi in pieces:
                     for rows in _driver_batches(conn, (
                             f"SELECT combo_id, name, value_repr, count(*){newest} "
@@ -225,7 +257,42 @@ class ResultAggregation:
                             block_params):
                         yield source, rows
 
+        def bucketed_parameters() -> Iterator[tuple[int, list[tuple]]]:
+            """(BUCKETED, rows of combo_id, bucket, name, value_repr, count)."""
+            by_bucket = floor_div_sql("stamp_ns", bucket_ns)
+            rows_sql = (f"SELECT combo_id, {by_bucket}, name, value_repr, count(*) "
+                        f"FROM result_values WHERE event_id >= {mark} AND event_id <= {mark} "
+                        f"AND source = {PARAMETER} AND chain_id = {mark}{stamp} "
+                        "GROUP BY 1, 2, 3, 4")
+            ranges = [(id_lo, id_hi, *params[3:]) for _, params, id_lo, id_hi in pieces]
+            if blocks:
+                # A block whose results all fall in one of the pass's buckets: its value
+                # sums are that bucket's. The others (a bucket starts inside the block)
+                # are read from their result rows, by the block's event ids.
+                in_pass_buckets = floor_div_sql("bucket", bucket_ns // rollup.bucket_ns)
+                spans = (f"SELECT seq_block, min(b) AS b, min(lo) AS lo, max(hi) AS hi "
+                         f"FROM (SELECT seq_block, {in_pass_buckets} AS b, min_event_id AS "
+                         f"lo, max_event_id AS hi FROM result_rollup WHERE {block_where}) "
+                         "spans GROUP BY seq_block")
+                for rows in _driver_batches(conn, (
+                        f"SELECT v.combo_id, s.b, v.name, v.value_repr, "
+                        f"CAST(sum(v.n) AS BIGINT) FROM value_rollup v JOIN ({spans} "
+                        "HAVING min(b) = max(b)) s ON v.seq_block = s.seq_block WHERE "
+                        f"v.chain_id = {mark} AND v.seq_block >= {mark} AND v.seq_block < "
+                        f"{mark} AND v.source = {PARAMETER} "
+                        "GROUP BY v.combo_id, s.b, v.name, v.value_repr"),
+                        (*block_params, *block_params)):
+                    yield BUCKETED, rows
+                ranges += [(lo, hi) for lo, hi in conn.exec_driver_sql(
+                    f"SELECT lo, hi FROM ({spans} HAVING min(b) < max(b)) s ORDER BY lo",
+                    block_params).all()]
+            for id_range in ranges:
+                for rows in _driver_batches(conn, rows_sql,
+                                            (id_range[0], id_range[1], chain, *id_range[2:])):
+                    yield BUCKETED, rows
+
         parameter_row, observation_row = ParameterCount._make, ObservationCount._make
+        bucketed_row = BucketedParameterCount._make
         intern = sys.intern
 
         def values() -> Iterator[ValueBatch]:
@@ -236,7 +303,20 @@ class ResultAggregation:
             # key-space pass makes 10^5 of these rows.
             for source, rows in grouped_values():
                 batch = ValueBatch([], [])
-                if source == PARAMETER:
+                if source == BUCKETED:  # and each row again without its bucket
+                    bucketed, parameters = batch.bucketed_parameters, batch.parameters
+                    for combo_id, bucket, name, value, count in rows:
+                        combo = combos.get(combo_id)
+                        if combo is not None:  # None: another identity's
+                            skill, target, environment, _zone, success, reason = combo[:6]
+                            name, value = intern(name), intern(value)
+                            bucketed.append(bucketed_row((
+                                skill, target, environment, success, reason, name, value,
+                                buckets.setdefault(bucket, bucket), count)))
+                            parameters.append(parameter_row((
+                                skill, target, environment, success, reason, name, value,
+                                count)))
+                elif source == PARAMETER:
                     parameters = batch.parameters
                     for combo_id, name, value, count in rows:
                         combo = combos.get(combo_id)

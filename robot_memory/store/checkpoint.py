@@ -28,6 +28,8 @@ class Checkpoint:
     override_seq: int = 0  # overrides up to here are applied
     # The tier digest the run recorded, as recorded (None: a run before tier digests).
     digest: Any = None
+    # The rules the run consolidated with (None before any pass): the store's version.
+    rule_version: str | None = None
 
 
 def read_checkpoint(partition: Partition, conn: Connection) -> Checkpoint:
@@ -38,7 +40,7 @@ def read_checkpoint(partition: Partition, conn: Connection) -> Checkpoint:
     payload = _leading_fields(payload_json)
     done = int(payload["last_seq"])
     return Checkpoint(seq, event_id, done, int(payload.get("override_seq", done)),
-                      payload.get(RUN_DIGEST_KEY))
+                      payload.get(RUN_DIGEST_KEY), _rule_version(payload_json))
 
 
 # A run payload is canonical JSON (keys sorted) whose keys before "reset" hold only
@@ -46,6 +48,21 @@ def read_checkpoint(partition: Partition, conn: Connection) -> Checkpoint:
 # and the digest among them. Its "touched_facts" list
 # (every fact key the run wrote: 10^4 after a full pass) is not decoded on every tick.
 _AFTER_POSITIONS = ',"reset":'
+
+
+_RULE_VERSION = '"rule_version":"'
+
+
+def _rule_version(payload_json: str) -> str | None:
+    """The run's rule_version, read from its text: the key follows "reset" (keys sorted)
+    and precedes "skipped" and "touched_facts", so its first appearance past "reset" is
+    the run's own (a quote inside a string value is escaped, so no value can spell it)."""
+    _, found, tail = payload_json.partition(_AFTER_POSITIONS)
+    at = tail.find(_RULE_VERSION) if found else -1
+    if at < 0:
+        return json.loads(payload_json).get("rule_version")
+    start = at + len(_RULE_VERSION)
+    return tail[start:tail.index('"', start)]
 
 
 def _leading_fields(payload_json: str) -> dict:

@@ -10,7 +10,7 @@ from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import (CONSOLIDATION_RUN, ConcurrentPass, RulesConfig,
                                         consolidation_pass, facts_snapshot)
 from robot_memory.consolidation.changes import facts_written
-from robot_memory.consolidation.checkpoint import _leading_fields
+from robot_memory.store.checkpoint import _leading_fields, _rule_version
 from robot_memory.consolidation.diff import format_diff
 from robot_memory.manifest import load_manifest
 from robot_memory.intake.records import validate_record
@@ -239,6 +239,11 @@ def test_the_checkpoint_is_read_from_the_run_s_leading_fields(db_url):
     assert "touched_facts" not in lean and full["touched_facts"]
     older = {k: v for k, v in full.items() if k not in ("reset", "override_seq")}
     assert _leading_fields(canonical_json(older)) == older
+    # The rule version is read from the text too: the run's own, not a fact key's.
+    assert _rule_version(stored) == full["rule_version"] == "v2.0"
+    assert _rule_version(canonical_json(older)) == "v2.0"
+    tricky = {**full, "touched_facts": ['skill_success_rate|a "rule_version":"v9" key']}
+    assert _rule_version(canonical_json(tricky)) == "v2.0"
 
 
 def _facts_in_database_file_alone(db_path, tmp_path) -> int:

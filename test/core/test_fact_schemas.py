@@ -15,7 +15,9 @@ from helpers import result_event, varied_events
 from robot_memory.consolidation import consolidation_pass, facts_snapshot, replay_snapshot
 from robot_memory.consolidation import overrides as ov
 from robot_memory.consolidation.checkpoint import ill_shaped_overrides
-from robot_memory.consolidation.fact_schemas import REQUIRED, SCHEMAS, value_problem
+from robot_memory.consolidation import RulesConfig
+from robot_memory.consolidation.fact_schemas import REQUIRED, SCHEMAS, schema_of, value_problem
+from robot_memory.consolidation.rules import DEFAULT_RULE_VERSION, RULE_VERSIONS
 from robot_memory.event_kinds import OVERRIDE
 from robot_memory.evidence.bundle import export_bundle, import_bundle
 from robot_memory.grounding.served import served_fields
@@ -47,19 +49,22 @@ def logged_operator_fact(part, kind, key, value, stamp_ns=10**12, confidence=1.0
                                   "confidence": confidence}, stamp_ns)
 
 
-def test_what_real_passes_render_has_its_kinds_shape_and_nothing_is_undeclared(part):
+@pytest.mark.parametrize("version", RULE_VERSIONS)
+def test_what_real_passes_render_has_its_kinds_shape_and_nothing_is_undeclared(part, version):
+    config = RulesConfig(rule_version=version)
     part.append_many(varied_events(600))
     part.append_many([result_event(400 + i, success=i % 3 != 0, reason="collision",
                                    zone="" if i % 2 else "dock") for i in range(40)])
-    consolidation_pass(part)
+    consolidation_pass(part, config)
     part.append_many([result_event(9 * 86400 + i, success=False) for i in range(30)])
-    consolidation_pass(part)  # a second pass: merged states render the same shape
+    consolidation_pass(part, config)  # a second pass: merged states render the same shape
     facts = part.facts()
     assert {f.kind for f in facts} == set(SCHEMAS)
     for fact in facts:
         assert value_problem(fact.kind, fact.value) is None, (fact.kind, fact.key)
         # Every field the schema declares is rendered (zone_risk: the one its scope names).
-        declared = set(SCHEMAS[fact.kind].model_fields) - OPERATOR_MARKS
+        assert fact.rule_version == fact.value["rule_version"] == version
+        declared = set(schema_of(fact.kind, fact.value).model_fields) - OPERATOR_MARKS
         if fact.kind == "zone_risk":
             declared -= {"zone", "environment"} - {fact.value["scope"]}
         assert set(fact.value) == declared, (fact.kind, sorted(declared ^ set(fact.value)))
@@ -114,7 +119,7 @@ def test_one_already_in_the_log_is_skipped_named_and_retracted_by_a_new_one(part
     assert f"override event {bad.id}" in skipped.describe()
     assert ill_shaped_overrides(part) == [skipped]  # what a node names at boot
     rate = {(f.kind, f.key): f for f in part.facts()}[("skill_success_rate", KEY)]
-    assert rate.rule_version == "v1.0"  # the robot's own fact stands
+    assert rate.rule_version == DEFAULT_RULE_VERSION  # the robot's own fact stands
     assert replay_snapshot(part) == facts_snapshot(part)
     again = consolidation_pass(part)  # every pass skips it, and says so
     assert again.ill_shaped == [skipped] and not again.applied

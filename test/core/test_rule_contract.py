@@ -186,8 +186,8 @@ def test_the_documented_methods_are_those_the_pass_explain_and_the_reference_cal
     reference.close()
 
     documented = _documented_members()
-    assert seen["pass"] == {"kind", "add_outcome", "add_values", "merge", "fact_keys",
-                            "render"}
+    assert seen["pass"] == {"kind", "parameter_buckets", "add_outcome", "add_values", "merge",
+                            "fact_keys", "render"}
     # explain adds each result up alone, through the pass's own methods.
     assert seen["explain"] == {"kind", "add_outcome", "add_values", "fact_keys"}
     # The reference engine folds with its own per-record writing (test/oracle_rules.py).

@@ -15,6 +15,9 @@ from robot_memory.consolidation import (KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_R
 from robot_memory.grounding.explain import explain_fact, find_fact, format_explanation
 from robot_memory.store import MemoryStore
 
+# The rules these tests describe (v2.0's skill rule: test_rules_v2.py).
+V1 = "v1.0"
+
 IDENT = "e" * 64
 RATE_KEY = "manipulation.grasp + glass_cup + sim_relaxed"
 
@@ -45,7 +48,8 @@ def test_four_kinds_from_one_stream(part):
 
 
 def test_decay_is_in_event_time_and_safety_failures_fade_slower(tmp_path):
-    config = RulesConfig(half_life_s=100.0, safety_half_life_s=1000.0, time_bucket_s=1.0)
+    config = RulesConfig(half_life_s=100.0, safety_half_life_s=1000.0, time_bucket_s=1.0,
+                         rule_version=V1)
     rates = {}
     for reason in ("slipped", "collision"):
         part = MemoryStore(f"sqlite:///{tmp_path / reason}.db").partition(IDENT)
@@ -60,7 +64,8 @@ def test_decay_is_in_event_time_and_safety_failures_fade_slower(tmp_path):
 
 
 def test_contradiction_makes_a_fact_contested_and_agreement_restores_it(part):
-    config = RulesConfig(time_bucket_s=1.0, recent_window_s=100.0, contest_min_observations=5,
+    config = RulesConfig(time_bucket_s=1.0, recent_window_s=100.0, rule_version=V1,
+                         contest_min_observations=5,
                          contest_z=3.0)
     part.append_many([result_event(t, success=t % 2 == 0) for t in range(40)])
     consolidation_pass(part, config)
@@ -85,7 +90,7 @@ def test_contradiction_makes_a_fact_contested_and_agreement_restores_it(part):
 
 
 def test_replay_rebuilds_the_past_without_touching_the_store(part):
-    config = RulesConfig(time_bucket_s=1.0, recent_window_s=100.0)
+    config = RulesConfig(time_bucket_s=1.0, recent_window_s=100.0, rule_version=V1)
     snapshots, last_ids = [], []
     for phase in range(3):
         events = part.append_many([result_event(phase * 300 + t, success=(t + phase) % 3 != 0)

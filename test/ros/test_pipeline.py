@@ -37,7 +37,8 @@ def test_results_become_facts_the_planner_can_ground_on(probe, start_stack, mani
     sent = publish_seed_example(probe)
     fact = probe.wait_fact(lambda f: f.key == KEY and f.n_observations == sent)
     assert fact.status == "active" and fact.has_success_rate
-    assert abs(fact.success_rate - 0.75) < 1e-12
+    # Rules v2.0: the rate of the recommended band (12 of 12 at 25 N), not of all forces.
+    assert abs(fact.success_rate - 1.0) < 1e-12
     assert [(kv.key, kv.value) for kv in fact.recommended_parameters] == [("force_n", 25.0)]
 
     # The facts topic is latched: a planner that starts late still gets the snapshot.

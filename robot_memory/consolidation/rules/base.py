@@ -18,7 +18,11 @@ from robot_memory.errors import ConsolidationError
 from robot_memory.execution_result import SAFETY_FAILURE_REASONS
 from robot_memory.store import FactRow, OutcomeRow, ValueBatch
 
-RULE_VERSION = "v1.0"
+RULE_VERSION = "v1.0"  # the rules of the paper (rules/__init__.py: RULE_SETS)
+RULE_VERSION_V2 = "v2.0"  # skill facts conditional on parameters, with regimes
+# Every rule set by version; a new store is consolidated with RulesConfig.rule_version.
+RULE_VERSIONS = (RULE_VERSION, RULE_VERSION_V2)
+DEFAULT_RULE_VERSION = RULE_VERSION_V2
 
 STATUS_CANDIDATE = "candidate"
 STATUS_ACTIVE = "active"
@@ -35,7 +39,7 @@ class ConsolidationConfigError(ConsolidationError):
 
 @dataclass(frozen=True)
 class RulesConfig:
-    """Knobs of rules v1 (the consolidator's parameters of the same names)."""
+    """Knobs of the rules (the consolidator's parameters of the same names)."""
 
     # A fact stays a candidate (not served as authoritative) below this many observations.
     promotion_min_observations: int = 3
@@ -58,6 +62,22 @@ class RulesConfig:
     # ... and a two-proportion z statistic at least this large (|z| >= 3: p < 0.003).
     # (v1 applies the test to the rate kinds: skill_success_rate and zone_risk.)
     contest_z: float = 3.0
+    # The rule set a new store is consolidated with (RULE_VERSIONS). A store whose facts
+    # an earlier version made keeps being consolidated with that one (the pass reports
+    # that an upgrade is available), so no state ever mixes two versions.
+    rule_version: str = DEFAULT_RULE_VERSION
+    # v2.0 change detection (docs/consolidation.md#regimes): a two-sided CUSUM on the
+    # success rate of each parameter band against its regime's rate so far. A drift of
+    # the rate smaller than change_drift is tolerated; a cumulative excursion of
+    # change_threshold (in units of one observation) confirms a change, half of it makes
+    # the change suspected.
+    change_drift: float = 0.2
+    change_threshold: float = 3.5
+
+    def __post_init__(self) -> None:
+        if self.rule_version not in RULE_VERSIONS:
+            raise ConsolidationConfigError(
+                f"rule_version {self.rule_version!r} is not one of {list(RULE_VERSIONS)}")
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> "RulesConfig":
@@ -144,6 +164,9 @@ class Rule(Protocol):
     contract in full, with a worked example."""
 
     kind: str
+    # True: the rule reads ValueBatch.bucketed_parameters, which a pass then asks the
+    # store for (a little more to read); False: ValueBatch.parameters is enough.
+    parameter_buckets: bool
 
     def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         """Add one GROUP BY row of outcomes (an OutcomeRow of Partition.result_aggregates)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, Partials, RenderedFact,
+from robot_memory.consolidation.rules.base import (Partials, RenderedFact,
                                                    RulesConfig, fact_key, max_support,
                                                    promoted_status, r6)
 from robot_memory.consolidation.rules.outcomes import add_counts
@@ -17,6 +17,7 @@ from robot_memory.store import OutcomeRow, ValueBatch
 
 class InteractionPattern:
     kind = "interaction_pattern"
+    parameter_buckets = False  # reads ValueBatch.parameters (not per bucket)
 
     def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
         return [fact_key(state["skill_id"], state["target_class"], reason)
@@ -87,11 +88,11 @@ class InteractionPattern:
                 "safety_relevant": safety,
                 "failure_parameters": {name: band_with_n(bag)
                                        for name, bag in sorted(entry["parameters"].items())},
-                "confidence": confidence, "rule_version": RULE_VERSION,
+                "confidence": confidence, "rule_version": config.rule_version,
             }
             facts.append(RenderedFact(
                 kind=self.kind, key=fact_key(state["skill_id"], state["target_class"], reason),
                 value=value, status=promoted_status(count, config), confidence=confidence,
                 n_observations=count, last_supporting_event_id=entry["last_event_id"],
-                last_updated_ns=entry["last_stamp_ns"]))
+                last_updated_ns=entry["last_stamp_ns"], rule_version=config.rule_version))
         return facts

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, OneFactPerGroup, Partials,
+from robot_memory.consolidation.rules.base import (OneFactPerGroup, Partials,
                                                    RenderedFact, RulesConfig, fact_key,
                                                    max_support, promoted_status, r6)
 from robot_memory.consolidation.stats import band, exact_mean, multiset_merge
@@ -24,6 +24,7 @@ def property_confidence(n: int, spread: dict[str, float]) -> float:
 
 class ObjectProperty(OneFactPerGroup):
     kind = "object_property"
+    parameter_buckets = False  # reads no parameters
 
     def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         if row.invalid_reason is not None:
@@ -61,8 +62,9 @@ class ObjectProperty(OneFactPerGroup):
         confidence = property_confidence(n, spread)
         value = {"target_class": state["target_class"], "property": state["property"], "n": n,
                  "mean": exact_mean(state["values"]), "band": spread,
-                 "confidence": confidence, "rule_version": RULE_VERSION}
+                 "confidence": confidence, "rule_version": config.rule_version}
         return [RenderedFact(kind=self.kind, key=key, value=value,
                              status=promoted_status(n, config), confidence=confidence,
                              n_observations=n, last_supporting_event_id=state["last_event_id"],
-                             last_updated_ns=state["last_stamp_ns"])]
+                             last_updated_ns=state["last_stamp_ns"],
+                             rule_version=config.rule_version)]

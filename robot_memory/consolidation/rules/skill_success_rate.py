@@ -17,6 +17,7 @@ from robot_memory.store import OutcomeRow, ValueBatch
 
 class SkillSuccessRate(OneFactPerGroup):
     kind = "skill_success_rate"
+    parameter_buckets = False  # reads ValueBatch.parameters (not per bucket)
 
     def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})

@@ -148,6 +148,24 @@ def timeline_merge(state: dict[str, Any], packed_counts: dict[int, int], width: 
     state["timeline"] = _laid_out(keys, columns, ancient, timeline["bucket_s"])
 
 
+def new_timeline(packed_counts: dict[int, int], width: int, config: RulesConfig
+                 ) -> dict[str, Any]:
+    """The timeline timeline_merge makes of these counts in an empty state (what a pass
+    does for every new group, and for every parameter band of rules v2.0), laid out
+    directly when nothing falls behind the horizon."""
+    keys = sorted(packed_counts)
+    if keys and keys[0] >= keys[-1] - config.horizon_buckets():
+        rows = [packed_counts[bucket] for bucket in keys]
+        columns = [[(row >> (COLUMN_BITS * column)) & _COLUMN_MASK for row in rows]
+                   for column in range(width)]
+        return {"bucket_s": config.time_bucket_s, "ancient": [0] * width, "first": keys[0],
+                "gaps": _runs(keys), "columns": [column if any(column) else []
+                                                 for column in columns]}
+    holder: dict[str, Any] = {}
+    timeline_merge(holder, packed_counts, width, config)
+    return holder["timeline"]
+
+
 def _merged_into_empty(timeline: dict[str, Any], counts: dict[int, int], width: int,
                        config: RulesConfig) -> bool:
     """A group's first counts (every group of a full pass), laid out at once: the buckets

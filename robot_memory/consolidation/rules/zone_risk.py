@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTED, OneFactPerGroup,
+from robot_memory.consolidation.rules.base import (STATUS_CONTESTED, OneFactPerGroup,
                                                    Partials, RenderedFact, RulesConfig, count_into,
                                                    fact_key, max_support, promoted_status, r6)
 from robot_memory.consolidation.rules.outcomes import (merge_outcomes, note_outcome_row,
@@ -16,6 +16,7 @@ from robot_memory.store import OutcomeRow, ValueBatch
 
 class ZoneRisk(OneFactPerGroup):
     kind = "zone_risk"
+    parameter_buckets = False  # reads no parameters
 
     def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
@@ -68,9 +69,10 @@ class ZoneRisk(OneFactPerGroup):
                  "failure_reasons": dict(sorted(state["failure_reasons"].items())),
                  "most_common_failure": most_common(state["failure_reasons"]),
                  "contradiction_test": conflict, "confidence": confidence,
-                 "rule_version": RULE_VERSION}
+                 "rule_version": config.rule_version}
         status = STATUS_CONTESTED if conflict["contested"] else promoted_status(n, config)
         return [RenderedFact(kind=self.kind, key=key, value=value, status=status,
                              confidence=confidence, n_observations=n,
                              last_supporting_event_id=state["last_event_id"],
-                             last_updated_ns=state["last_stamp_ns"], conflict=conflict)]
+                             last_updated_ns=state["last_stamp_ns"], conflict=conflict,
+                             rule_version=config.rule_version)]

@@ -155,8 +155,10 @@ def test_an_ill_shaped_stored_operator_fact_is_left_out_of_the_index_alone(part)
     consolidation_pass(part)
     good = part.facts()
     (rate,) = [f for f in good if f.kind == "skill_success_rate"]
-    bad = type(rate)(999, "skill_success_rate", "x + y + z", None, json.dumps(REPORTED),
-                     "active", 1.0, 0, "operator/1", 1, 1)
+    bad = type(rate)(id=999, kind="skill_success_rate", key="x + y + z",
+                     value_json=json.dumps(REPORTED), status="active", confidence=1.0,
+                     n_observations=0, rule_version="operator/1",
+                     last_supporting_event_id=1, last_updated_ns=1)
     index = GroundingIndex(IDENT, [*good, bad])
     assert set(index.left_out) == {("skill_success_rate", "x + y + z")}
     assert "value.skill_id" in index.left_out[("skill_success_rate", "x + y + z")]

@@ -27,7 +27,9 @@ def test_report_and_bundle_of_the_make_run_store(tmp_path, certified_hash):
     sections = {f["attrs"]["data-section"] for f in parser.figures}
     assert sections == {"rates", "parameters", "zones", "consultations"}
     rate = next(f for f in parser.figures if f["attrs"]["data-section"] == "rates")
-    assert rate["numbers"]["n"] == 16 and rate["numbers"]["rate"] == 0.75
+    # Rules v2.0: the skill fact describes its recommended band (12 of 12 at 25 N), not
+    # the 16 grasps at every force (12 of 16).
+    assert rate["numbers"]["n"] == 12 and rate["numbers"]["rate"] == 1.0
     exported = cli("export", "--out", str(tmp_path / "bundle"), "--db", url, "--identity",
                    certified_hash)
     assert exported.returncode == 0, exported.stderr

@@ -103,15 +103,16 @@ class SkillSuccessRateV2(OneFactPerGroup):
         for reason, count in partial["failure_reasons"].items():
             count_into(state["failure_reasons"], reason, count)
         merge_outcomes(state, partial, config)
+        band_config = config.band_config  # band timelines: buckets of band_bucket_s
         for name, bands in partial["bands"].items():
             stored = state["bands"].setdefault(name, {})
             for band, pairs in bands.items():
                 buckets = _packed(pairs)
                 if band not in stored:
-                    stored[band] = new_timeline(buckets, 3, config)
+                    stored[band] = new_timeline(buckets, 3, band_config)
                     continue
                 holder = {"timeline": stored[band]}
-                timeline_merge(holder, buckets, 3, config)
+                timeline_merge(holder, buckets, 3, band_config)
                 stored[band] = holder["timeline"]
         max_support(state, partial)
 
@@ -142,11 +143,12 @@ def _wilson(successes: float, n: float) -> tuple[float, float]:
     return wilson_interval(successes, n)
 
 
-def _bands_of(state: dict[str, Any]) -> dict[str, dict[str, Series]]:
-    """name -> band -> Series; a key whose results carry no parameters is one band ''."""
+def _bands_of(state: dict[str, Any], k_series: Series) -> dict[str, dict[str, Series]]:
+    """name -> band -> Series; a key whose results carry no parameters is one band '' (its
+    timeline in band buckets: k_series)."""
     bands = state.get("bands") or {}
     if not bands:
-        return {NO_PARAMETERS: {NO_PARAMETERS: Series.of(state["timeline"])}}
+        return {NO_PARAMETERS: {NO_PARAMETERS: k_series}}
     return {name: {band: Series.of(timeline) for band, timeline in by_band.items()}
             for name, by_band in bands.items()}
 
@@ -162,25 +164,29 @@ def _in_order(bands: dict[str, Series]) -> list[tuple[str, Series]]:
 
 
 def render_value(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, Any], str]:
-    """(value, status) of a v2 skill fact."""
-    k_series = Series.of(state["timeline"])
+    """(value, status) of a v2 skill fact. Everything is worked out in band buckets
+    (band_bucket_s): the key's own timeline is added up into them."""
+    fine = Series.of(state["timeline"])
+    elsewhere = Elsewhere(fine, config.band_ratio)
+    k_series = fine.coarsened(config.band_ratio)
+    config = config.band_config
     newest = k_series.keys[-1] if k_series.keys and k_series.keys[-1] is not None else 0
-    bands = {name: _in_order(by_band) for name, by_band in sorted(_bands_of(state).items())}
+    bands = {name: _in_order(by_band)
+             for name, by_band in sorted(_bands_of(state, k_series).items())}
     least = config.contest_min_observations
     h = config.change_threshold
     boundaries: list[tuple[int, str, str, dict[str, Any]]] = []
     suspects = []
-    elsewhere = Elsewhere(k_series)
     for name, in_order in bands.items():
         for band, series in in_order:
             found = detect(series, config, None if name == NO_PARAMETERS else elsewhere)
             boundaries += [(bucket, name, band, test) for bucket, test in found.boundaries]
             # Suspected: half the threshold, and the band's newest bucket still adds to it.
             if found.statistic >= h / 2 and found.growing and found.newest is not None:
-                # Lapsed once the key has succeeded this often after the band's newest
-                # bucket (the skill works again, with other parameters).
-                after = regime_counts(k_series, found.newest + 1)[0]
-                if after < least:
+                # Lapsed once the key has succeeded this often after its newest failure
+                # in the band's newest bucket (the skill works again, with other
+                # parameters; read from the key's own finer timeline).
+                if elsewhere.after_failures(found.newest) < least:
                     suspects.append((-found.statistic, name, band, found))
     boundaries.sort(key=lambda b: (b[0], b[1], _band_order(b[2])))
     since = boundaries[-1][0] if boundaries else None

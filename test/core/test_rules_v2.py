@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from oracle_rules import two_significant_figures
 
 from robot_memory.consolidation import RulesConfig, consolidation_pass, facts_snapshot
+from robot_memory.consolidation.rules import ConsolidationConfigError
 from robot_memory.consolidation.consolidation_pass import replay_snapshot
 from robot_memory.consolidation.fact_schemas import value_problem
 from robot_memory.consolidation.rules.skill_success_rate_v2 import band_of
@@ -397,3 +398,9 @@ def test_v1_reproduces_what_it_did_before_rule_versions():
 def test_an_unknown_rule_version_is_refused():
     with pytest.raises(Exception, match="rule_version"):
         RulesConfig(rule_version="v9.9")
+
+
+@pytest.mark.parametrize("band_bucket_s", [5400.0, 1800.0, 0.0])
+def test_band_buckets_that_are_not_whole_time_buckets_are_refused(band_bucket_s):
+    with pytest.raises(ConsolidationConfigError, match="band_bucket_s=.*time_bucket_s="):
+        RulesConfig(band_bucket_s=band_bucket_s)

@@ -121,21 +121,22 @@ def detect(series: Series, config: RulesConfig, elsewhere: Elsewhere | None = No
 
     Per bucket of n observations and s successes, with reference rate p0, drift k and
     threshold h: down += n (p0 - k) - s, up += s - n (p0 + k), each floored at 0, and
-    each step capped at h / 2, so a single bucket (a day of failures, in band buckets) can make a change
-    suspected but never confirm it alone. A bucket is tested once the regime holds
-    contest_min_observations observations. When a statistic reaches h, a change is
-    confirmed: the new regime starts at the bucket where that excursion began (it holds
-    the buckets from there on) and both statistics restart from 0.
+    each step capped at h / 2, so a single bucket (a day of failures, in band buckets)
+    can make a change suspected but never confirm it alone. A bucket is tested once the
+    regime holds contest_min_observations observations. When a statistic reaches h, a
+    change is confirmed: the new regime starts at the bucket where that excursion began
+    (it holds the buckets from there on) and both statistics restart from 0.
 
     A fall (down) is confirmed only once retested: the retest begins at the band's first
     bucket by whose end the key succeeded contest_min_observations times elsewhere after
     its newest failure in the band's last failing bucket (`elsewhere`: the key's own
-    finer timeline; the band's own successes in the bucket not counted), and the fall is confirmed when the statistic is at h and the same steps
-    since the retest began (floored at 0 the same way, over every later bucket of the
-    excursion) add up to h / 2: the band fails again, not once by its usual odds. A bad day of every force,
-    after which the skill works again, stays a suspicion: the band is tried again and
-    works. Without `elsewhere` (a key without parameters: nothing else to try) no retest
-    is asked for."""
+    finer timeline; the band's own successes in the bucket not counted), and the fall is
+    confirmed when the statistic is at h and the same steps since the retest began
+    (floored at 0 the same way, over every later bucket of the excursion) add up to
+    h / 2: the band fails again, not once by its usual odds. A bad day of every force, after
+    which the skill works again, stays a suspicion: the band is tried again and works.
+    Without `elsewhere` (a key without parameters: nothing else to try) no retest is
+    asked for."""
     k, h = config.change_drift, config.change_threshold
     cap = h / 2
     least = config.contest_min_observations

@@ -82,13 +82,14 @@ class SkillSuccessRateV2(OneFactPerGroup):
                 bag[row.value_repr] = bag.get(row.value_repr, 0) + count
             else:
                 column = SAFETY_FAILURE if row.failure_reason in safety else FAILURE
-            # A band's partial: (bucket, count * 4 + column) pairs in a flat array of
-            # 64-bit ints (a count stays below 2^61), added up when merged: no int object
-            # and no dict slot per bucket while a pass holds the partials of every key.
-            pairs = part["bands"].setdefault(row.name, {}).get(band_of(row.value_repr))
-            if pairs is None:
-                pairs = part["bands"][row.name][band_of(row.value_repr)] = array("q")
-            pairs.extend((row.bucket, count << 2 | column))
+            # A parameter's partial: (band id, bucket, count * 4 + column) triples in one
+            # flat array of 64-bit ints (a count stays below 2^61), added up when merged:
+            # no int object, no dict slot per bucket and no array per band while a pass
+            # holds the partials of every key.
+            triples = part["bands"].get(row.name)
+            if triples is None:
+                triples = part["bands"][row.name] = array("q")
+            triples.extend((_band_id(row.value_repr), row.bucket, count << 2 | column))
 
     def merge(self, state: dict[str, Any], partial: dict[str, Any],
               config: RulesConfig) -> None:
@@ -104,10 +105,9 @@ class SkillSuccessRateV2(OneFactPerGroup):
             count_into(state["failure_reasons"], reason, count)
         merge_outcomes(state, partial, config)
         band_config = config.band_config  # band timelines: buckets of band_bucket_s
-        for name, bands in partial["bands"].items():
+        for name, triples in partial["bands"].items():
             stored = state["bands"].setdefault(name, {})
-            for band, pairs in bands.items():
-                buckets = _packed(pairs)
+            for band, buckets in _packed(triples).items():
                 if band not in stored:
                     stored[band] = new_timeline(buckets, 3, band_config)
                     continue
@@ -127,12 +127,31 @@ class SkillSuccessRateV2(OneFactPerGroup):
                              config.rule_version)]
 
 
-def _packed(pairs: array) -> dict[int, int]:
-    """A band's partial as timeline_merge takes it: bucket -> packed row."""
-    buckets: dict[int, int] = {}
-    for bucket, tagged in zip(pairs[::2], pairs[1::2]):
+# The bands a process has met, numbered in the order met (only within a pass's partials:
+# merge names them again). The grid is fixed, so they stay few.
+_BAND_IDS: dict[str, int] = {}
+_BANDS: list[str] = []
+
+
+@lru_cache(maxsize=1 << 12)
+def _band_id(value_repr: str) -> int:
+    band = band_of(value_repr)
+    number = _BAND_IDS.get(band)
+    if number is None:
+        number = _BAND_IDS[band] = len(_BANDS)
+        _BANDS.append(band)
+    return number
+
+
+def _packed(triples: array) -> dict[str, dict[int, int]]:
+    """A parameter's partial as timeline_merge takes it: band -> bucket -> packed row."""
+    by_band: dict[str, dict[int, int]] = {}
+    for band_id, bucket, tagged in zip(triples[::3], triples[1::3], triples[2::3]):
+        buckets = by_band.get(_BANDS[band_id])
+        if buckets is None:
+            buckets = by_band[_BANDS[band_id]] = {}
         buckets[bucket] = buckets.get(bucket, 0) + ((tagged >> 2) << (COLUMN_BITS * (tagged & 3)))
-    return buckets
+    return by_band
 
 
 def _wilson(successes: float, n: float) -> tuple[float, float]:

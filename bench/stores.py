@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from robot_memory.consolidation import consolidation_pass
-from robot_memory.consolidation.rules import DEFAULT_RULE_VERSION
+from robot_memory.consolidation.rules import DEFAULT_RULE_VERSION, RulesConfig
 from robot_memory.consolidation.rules.timeline import TIMELINE_LAYOUT
 from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.manifest import load_manifest
@@ -146,8 +146,10 @@ def cached_store(events: int, facts: int, consolidated: bool = True,
     # A consolidated store holds states as this code writes them (the layout in its name)
     # and a run that records the tier's digest ("d": a store without one is not reused),
     # made by the default rules (their version in its name from v2.0 on: a store keeps
-    # the version of its states, so one of v1.0 would go on being consolidated with v1.0).
-    rules = "" if DEFAULT_RULE_VERSION == "v1.0" else f"_{DEFAULT_RULE_VERSION}"
+    # the version of its states, so one of v1.0 would go on being consolidated with v1.0),
+    # and for v2.0 the width of its band buckets (band_bucket_s, whole seconds).
+    rules = "" if DEFAULT_RULE_VERSION == "v1.0" else \
+        f"_{DEFAULT_RULE_VERSION}_b{int(RulesConfig().band_bucket_s)}"
     name = (f"{GENERATOR}_events{events}_{shape}"
             f"{f'_consolidated_t{TIMELINE_LAYOUT}d{rules}' if consolidated else ''}")
     path = CACHE / f"{name}.db"

@@ -151,7 +151,8 @@ def two_significant_figures(value: float) -> str:
 
 
 class SkillSuccessRateV2(SkillSuccessRate):
-    """v2.0: v1's state, and an outcome timeline per parameter band."""
+    """v2.0: v1's state, and an outcome timeline per parameter band (in buckets of
+    band_bucket_s)."""
 
     def fold(self, state: dict[str, Any], record, event_id: int,
              config: RulesConfig) -> None:
@@ -162,7 +163,8 @@ class SkillSuccessRateV2(SkillSuccessRate):
             bands = state["bands"].setdefault(name, {})
             band = two_significant_figures(value)
             holder = {"timeline": bands[band]} if band in bands else {}
-            timeline_add(holder, record.stamp_ns, column, 3, config)
+            # Band timelines count in buckets of band_bucket_s.
+            timeline_add(holder, record.stamp_ns, column, 3, config.band_config)
             bands[band] = holder["timeline"]
 
 

@@ -39,7 +39,7 @@ from robot_memory.consolidation.override_plan import (IllShaped, OverridePlan,
 from robot_memory.consolidation.partials import aggregate
 from robot_memory.consolidation.rules import (DEFAULT_RULE_VERSION, RULE_VERSIONS, Partials,
                                               RenderedFact, Rule, RulesConfig,
-                                              reads_parameter_buckets, rules_of_store)
+                                              parameter_bucket_ns, rules_of_store)
 from robot_memory.consolidation.rules.base import OneFactPerGroup
 from robot_memory.consolidation.tier_update import digest_after, digest_before, stored_states_sum
 from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT
@@ -165,7 +165,7 @@ def read_inputs(partition: Partition, config: RulesConfig,
                             {rule.kind: rule for rule in rules}, config)
         added = aggregate(partition.result_aggregates(
             after, results_until, int(config.time_bucket_s * 1e9), conn,
-            parameter_buckets=reads_parameter_buckets(rules)), config, rules)
+            parameter_buckets=parameter_bucket_ns(rules, config)), config, rules)
         inputs.partials, inputs.events_read = added.partials, added.events_read
         inputs.first_seq, inputs.last_stamp_ns = added.first_seq, added.last_stamp_ns
         if inputs.nothing_new:
@@ -398,7 +398,7 @@ def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *
         partials = aggregate(partition.result_aggregates(
             after, results_until, int(config.time_bucket_s * 1e9), conn,
             until_stamp_ns=until_stamp_ns,
-            parameter_buckets=reads_parameter_buckets(rules)), config, rules).partials
+            parameter_buckets=parameter_bucket_ns(rules, config)), config, rules).partials
     by_kind = {rule.kind: rule for rule in rules}
     rendered = render_all(merged_states(partials, {}, config, by_kind), config, by_kind)
     keys = sorted(set(rendered) | set(plan.operator_facts))

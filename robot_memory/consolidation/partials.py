@@ -52,7 +52,8 @@ def partials_of_result(rules: Sequence[Rule], payload: dict[str, Any], stamp_ns:
                        event_id: int, config: RulesConfig) -> Partials:
     """The partial states (and skips) a pass would add up from a range holding only this
     execution result (its payload as stored)."""
-    one = one_result_aggregates(payload, stamp_ns, event_id, int(config.time_bucket_s * 1e9))
+    one = one_result_aggregates(payload, stamp_ns, event_id, int(config.time_bucket_s * 1e9),
+                                int(config.band_bucket_s * 1e9))
     return aggregate(one, config, rules).partials
 
 

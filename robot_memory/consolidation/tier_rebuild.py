@@ -23,7 +23,7 @@ from robot_memory.canonical import plain_canonical_json
 from robot_memory.consolidation.checkpoint import Checkpoint, read_checkpoint, read_overrides
 from robot_memory.consolidation.override_plan import OverridePlan, plan_overrides
 from robot_memory.consolidation.partials import aggregate
-from robot_memory.consolidation.rules import (RULES, Rule, RulesConfig, reads_parameter_buckets,
+from robot_memory.consolidation.rules import (RULES, Rule, RulesConfig, parameter_bucket_ns,
                                               rules_of_store)
 from robot_memory.store import Partition
 
@@ -51,7 +51,7 @@ def states_from_log(partition: Partition, config: RulesConfig, conn: Connection,
     until = max(after, checkpoint.done_seq)
     partials = aggregate(partition.result_aggregates(
         after, until, int(config.time_bucket_s * 1e9), conn,
-        parameter_buckets=reads_parameter_buckets(rules)), config, rules).partials
+        parameter_buckets=parameter_bucket_ns(rules, config)), config, rules).partials
     by_kind = {rule.kind: rule for rule in rules}
     states = {}
     for kind, groups in partials.groups.items():

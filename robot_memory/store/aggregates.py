@@ -143,8 +143,8 @@ class ResultAggregates:
     values: Iterable[ValueBatch]
 
 
-def one_result_aggregates(payload: dict, stamp_ns: int, event_id: int, bucket_ns: int
-                          ) -> ResultAggregates:
+def one_result_aggregates(payload: dict, stamp_ns: int, event_id: int, bucket_ns: int,
+                          parameter_bucket_ns: int = 0) -> ResultAggregates:
     """What `result_aggregates` gives for a range that holds this one execution result
     (its payload as stored): one outcome row counting 1, and its values, from the facets
     an append derives from the same payload. For reading results one at a time through
@@ -156,8 +156,9 @@ def one_result_aggregates(payload: dict, stamp_ns: int, event_id: int, bucket_ns
                          event_id, stamp_ns, 0)
     parameters = [ParameterCount(skill, target, environment, success, reason, name, value, 1)
                   for source, name, value in values if source == PARAMETER]
+    parameter_bucket = stamp_ns // (parameter_bucket_ns or bucket_ns)
     bucketed = [BucketedParameterCount(skill, target, environment, success, reason, name,
-                                       value, bucket, 1)
+                                       value, parameter_bucket, 1)
                 for source, name, value in values if source == PARAMETER]
     observations = [ObservationCount(target, name, value, 1, event_id, stamp_ns)
                     for source, name, value in values if source == OBSERVATION and target]
@@ -171,7 +172,7 @@ class ResultAggregation:
 
     def result_aggregates(self, after_seq: int, until_seq: int, bucket_ns: int,
                           conn: Connection, until_stamp_ns: int | None = None,
-                          parameter_buckets: bool = False) -> ResultAggregates:
+                          parameter_buckets: int = 0) -> ResultAggregates:
         """The execution results after_seq < seq <= until_seq (and stamp <= until_stamp_ns)
         grouped by what the rules group and count by: value x count, never one row per
         event. The database groups by small integers (combination, time bucket); the
@@ -179,13 +180,15 @@ class ResultAggregation:
         read from the rollups, the ends of the range from the result rows; a group may
         come in several rows, to be added up. Both parts stream from cursors: iterate
         `outcomes`, then `values`, each once, before any other query on this connection's
-        snapshot is needed. With parameter_buckets, the parameters are grouped by
-        event-time bucket too (ValueBatch.bucketed_parameters): a whole block's come from
-        its sums when all its results fall in one bucket, else from its result rows."""
+        snapshot is needed. With parameter_buckets (a bucket width in ns; 0: not asked
+        for), the parameters are grouped by event-time buckets of that width too
+        (ValueBatch.bucketed_parameters): a whole block's come from its sums when all its
+        results fall in one bucket, else from its result rows."""
         chain = self.chain_number(conn)
         rollup = self.store.rollup
         blocks = _whole_blocks(after_seq, until_seq, rollup.block)
-        if blocks is None or until_stamp_ns is not None or bucket_ns % rollup.bucket_ns:
+        if blocks is None or until_stamp_ns is not None or bucket_ns % rollup.bucket_ns \
+                or parameter_buckets % rollup.bucket_ns:
             # Nothing to take whole (a short range, a cut in event time, or time buckets the
             # rollup's do not add up to): the result rows alone.
             blocks, ends = None, [(after_seq, until_seq)]
@@ -259,7 +262,7 @@ class ResultAggregation:
 
         def bucketed_parameters() -> Iterator[tuple[int, list[tuple]]]:
             """(BUCKETED, rows of combo_id, bucket, name, value_repr, count)."""
-            by_bucket = floor_div_sql("stamp_ns", bucket_ns)
+            by_bucket = floor_div_sql("stamp_ns", parameter_buckets)
             rows_sql = (f"SELECT combo_id, {by_bucket}, name, value_repr, count(*) "
                         f"FROM result_values WHERE event_id >= {mark} AND event_id <= {mark} "
                         f"AND source = {PARAMETER} AND chain_id = {mark}{stamp} "
@@ -269,7 +272,8 @@ class ResultAggregation:
                 # A block whose results all fall in one of the pass's buckets: its value
                 # sums are that bucket's. The others (a bucket starts inside the block)
                 # are read from their result rows, by the block's event ids.
-                in_pass_buckets = floor_div_sql("bucket", bucket_ns // rollup.bucket_ns)
+                in_pass_buckets = floor_div_sql("bucket",
+                                                parameter_buckets // rollup.bucket_ns)
                 spans = (f"SELECT seq_block, min(b) AS b, min(lo) AS lo, max(hi) AS hi "
                          f"FROM (SELECT seq_block, {in_pass_buckets} AS b, min_event_id AS "
                          f"lo, max_event_id AS hi FROM result_rollup WHERE {block_where}) "

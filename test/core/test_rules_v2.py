@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from oracle_rules import two_significant_figures
 
 from robot_memory.consolidation import RulesConfig, consolidation_pass, facts_snapshot
+from robot_memory.consolidation.rules import ConsolidationConfigError
 from robot_memory.consolidation.consolidation_pass import replay_snapshot
 from robot_memory.consolidation.fact_schemas import value_problem
 from robot_memory.consolidation.rules.skill_success_rate_v2 import band_of
@@ -120,8 +121,9 @@ def test_a_step_change_gives_one_boundary_and_the_working_band_is_recommended(pa
     after = skill_fact(part)
     regime = after.value["regime"]
     assert regime["changes"] == 1  # one change, one boundary
-    # The new regime starts where the excursion began: the first cracked cup's hour.
-    assert regime["since_ns"] == int((20 * DAY + 8 * HOUR) * 1e9)
+    # The new regime starts where the excursion began: the band bucket (band_bucket_s,
+    # a day) of the first cracked cup.
+    assert regime["since_ns"] == int(20 * DAY * 1e9)
     assert regime["test"]["band"] == "25.0" and regime["test"]["direction"] == "down"
     assert regime["test"]["statistic"] >= config.change_threshold
     previous = {row["band"]: row for row in regime["previous"]["parameter_evidence"]["force_n"]}
@@ -172,26 +174,27 @@ def test_an_hour_of_failures_is_suspected_but_is_not_a_new_regime(part):
 
 
 def test_a_fall_is_confirmed_once_retested_after_the_skill_worked_elsewhere(part):
-    """Two hours of failures at 25 N reach the threshold, but a bad day of every force
-    would too: the change is confirmed once 25 N fails again after 15 N has worked."""
+    """Two days of failures at 25 N (two band buckets) reach the threshold, but two bad
+    days of every force would too: the change is confirmed once 25 N fails again after
+    15 N has worked."""
     config = CONFIG
     part.append_many(history(20))
-    part.append_many([result_event(20 * DAY + hour * HOUR + k * 60, success=False, force=25.0,
+    part.append_many([result_event(day * DAY + 8 * HOUR + k * 60, success=False, force=25.0,
                                    env="lab", reason="cracked")
-                      for hour in (8, 9) for k in range(4)])
+                      for day in (20, 21) for k in range(4)])
     consolidation_pass(part)
     fact = skill_fact(part)
     assert fact.value["regime"]["changes"] == 0 and fact.status == "contested"
     assert fact.value["change_suspected"]["statistic"] >= config.change_threshold
     assert planner_force(part) == EXPLORE_N
     retests = 0
-    for _, force, _, fact in attempts(part, 21, 3, cracks_at_25):
+    for _, force, _, fact in attempts(part, 22, 3, cracks_at_25):
         retests += force > 20
         if fact.value["regime"]["changes"]:
             break
     assert 1 <= retests <= 3
     regime = fact.value["regime"]
-    assert regime["changes"] == 1 and regime["since_ns"] == int((20 * DAY + 8 * HOUR) * 1e9)
+    assert regime["changes"] == 1 and regime["since_ns"] == int(20 * DAY * 1e9)
     assert fact.status == "active"
     assert fact.value["recommended_parameters"]["force_n"]["median"] == 15.0
 
@@ -303,7 +306,8 @@ def changing_world(seed: int) -> list:
     return events
 
 
-SMALL = RulesConfig(time_bucket_s=10.0, half_life_s=200.0, safety_half_life_s=400.0,
+SMALL = RulesConfig(time_bucket_s=10.0, band_bucket_s=30.0, half_life_s=200.0,
+                    safety_half_life_s=400.0,
                     contest_min_observations=3, change_threshold=2.5,
                     promotion_min_observations=2)
 
@@ -394,3 +398,9 @@ def test_v1_reproduces_what_it_did_before_rule_versions():
 def test_an_unknown_rule_version_is_refused():
     with pytest.raises(Exception, match="rule_version"):
         RulesConfig(rule_version="v9.9")
+
+
+@pytest.mark.parametrize("band_bucket_s", [5400.0, 1800.0, 0.0])
+def test_band_buckets_that_are_not_whole_time_buckets_are_refused(band_bucket_s):
+    with pytest.raises(ConsolidationConfigError, match="band_bucket_s=.*time_bucket_s="):
+        RulesConfig(band_bucket_s=band_bucket_s)

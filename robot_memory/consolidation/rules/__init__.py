@@ -63,13 +63,20 @@ def rules_of_store(stored_version: str | None, config: RulesConfig,
 
 def reads_parameter_buckets(rules) -> bool:
     """Does one of the rules read the parameters per event-time bucket (a pass then asks
-    the store for them: result_aggregates(parameter_buckets=True))?"""
+    the store for them: result_aggregates(parameter_buckets=parameter_bucket_ns(...)))?"""
     return any(getattr(rule, "parameter_buckets", False) for rule in rules)
+
+
+def parameter_bucket_ns(rules, config: RulesConfig) -> int:
+    """The width of the event-time buckets the rules read the parameters by (the bands'
+    band_bucket_s), in ns; 0 when none reads them per bucket."""
+    return int(config.band_bucket_s * 1e9) if reads_parameter_buckets(rules) else 0
 
 
 __all__ = ["DEFAULT_RULE_VERSION", "FACT_KINDS", "RULES", "RULES_BY_KIND", "RULES_V1",
            "RULES_V2", "RULE_SETS", "RULE_VERSION", "RULE_VERSIONS", "RULE_VERSION_V2",
            "STATUS_ACTIVE", "STATUS_CANDIDATE", "STATUS_CONTESTED", "STATUS_INVALIDATED",
            "ConsolidationConfigError", "Partials", "RenderedFact", "Rule", "RulesConfig",
-           "fact_key", "reads_parameter_buckets", "rule_by_kind", "rules_for",
+           "fact_key", "parameter_bucket_ns", "reads_parameter_buckets", "rule_by_kind",
+           "rules_for",
            "rules_of_store"]

@@ -10,7 +10,7 @@ meets is `Rule` below, documented in docs/rules.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple, Protocol
 
@@ -73,11 +73,19 @@ class RulesConfig:
     # the change suspected.
     change_drift: float = 0.2
     change_threshold: float = 3.5
+    # v2.0: the event-time buckets of the parameter bands' timelines, on which change
+    # detection runs (a whole multiple of time_bucket_s; fixed for the life of a store).
+    band_bucket_s: float = 1 * DAY_S
 
     def __post_init__(self) -> None:
         if self.rule_version not in RULE_VERSIONS:
             raise ConsolidationConfigError(
                 f"rule_version {self.rule_version!r} is not one of {list(RULE_VERSIONS)}")
+        ratio = self.band_bucket_s / self.time_bucket_s if self.time_bucket_s > 0 else 0.0
+        if ratio < 1 or ratio != int(ratio):
+            raise ConsolidationConfigError(
+                f"band_bucket_s={self.band_bucket_s} is not a whole multiple of "
+                f"time_bucket_s={self.time_bucket_s}")
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> "RulesConfig":
@@ -93,6 +101,19 @@ class RulesConfig:
     def horizon_buckets(self) -> int:
         """Buckets older than this (behind the newest) weigh < 2^-40: folded into 'ancient'."""
         return math.ceil(40 * self.safety_half_life_s / self.time_bucket_s)
+
+    @cached_property
+    def band_ratio(self) -> int:
+        """Key buckets (time_bucket_s) per band bucket (band_bucket_s)."""
+        return int(self.band_bucket_s / self.time_bucket_s)
+
+    @cached_property
+    def band_config(self) -> "RulesConfig":
+        """This config with band_bucket_s as its time_bucket_s: the one the parameter
+        bands' timelines are laid out, folded and decayed with."""
+        if self.band_ratio == 1:
+            return self
+        return replace(self, time_bucket_s=self.band_bucket_s)
 
     @cached_property
     def recent_window_buckets(self) -> int:

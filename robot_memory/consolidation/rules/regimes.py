@@ -48,6 +48,25 @@ class Series:
         return cls(keys, successes, failures, safety,
                    (sum(successes), sum(failures), sum(safety)))
 
+    def coarsened(self, ratio: int) -> Series:
+        """The same counts in buckets `ratio` times as wide (bucket // ratio: the band
+        buckets a key's timeline is read in); itself when ratio is 1."""
+        if ratio == 1:
+            return self
+        keys: list[int | None] = []
+        columns: tuple[list[int], list[int], list[int]] = ([], [], [])
+        for key, s, f, sf in zip(self.keys, self.successes, self.failures, self.safety):
+            wide = None if key is None else key // ratio
+            if keys and keys[-1] == wide and wide is not None:
+                columns[0][-1] += s
+                columns[1][-1] += f
+                columns[2][-1] += sf
+            else:
+                keys.append(wide)
+                for column, count in zip(columns, (s, f, sf)):
+                    column.append(count)
+        return Series(keys, *columns, self.totals)
+
 
 @dataclass
 class Detection:
@@ -62,23 +81,37 @@ class Detection:
 
 
 class Elsewhere:
-    """Successes of the key outside one band between two of the band's buckets: the
-    key's successes in the buckets strictly between them (the band has none there)."""
+    """The key's successes after a band's failures, read from the key's own (finer)
+    timeline: `key_series` in buckets of time_bucket_s, `ratio` of them per band bucket."""
 
-    def __init__(self, key_series: Series):
-        kept = [(key, s) for key, s in zip(key_series.keys, key_series.successes)
-                if key is not None]
-        self.keys = [key for key, _ in kept]
+    def __init__(self, key_series: Series, ratio: int = 1):
+        kept = [(key, s, f + sf) for key, s, f, sf in zip(
+            key_series.keys, key_series.successes, key_series.failures, key_series.safety)
+            if key is not None]
+        self.ratio = ratio
+        self.keys = [key for key, _, _ in kept]
+        self.failing = [key for key, _, failed in kept if failed]
         self.before = key_series.successes[0] if key_series.keys[:1] == [None] else 0
-        self.cumulative = list(accumulate((s for _, s in kept), initial=self.before))
+        self.cumulative = list(accumulate((s for _, s, _ in kept), initial=self.before))
 
     def up_to(self, bucket: int) -> int:
-        """The key's successes in buckets <= bucket (folded ones included)."""
+        """The key's successes in its buckets <= bucket (folded ones included)."""
         return self.cumulative[bisect_right(self.keys, bucket)]
 
-    def between(self, after: int, before: int) -> int:
-        """Successes in after < bucket < before."""
-        return self.up_to(before - 1) - self.up_to(after)
+    def last_failure(self, band_bucket: int) -> int:
+        """The key's newest bucket with a failure up to the end of this band bucket (the
+        start of the band bucket when none)."""
+        end = (band_bucket + 1) * self.ratio - 1
+        at = bisect_right(self.failing, end)
+        return self.failing[at - 1] if at and self.failing[at - 1] >= band_bucket * self.ratio \
+            else band_bucket * self.ratio
+
+    def after_failures(self, band_bucket: int, until: int | None = None) -> int:
+        """The key's successes after its newest failure in this band bucket, up to the end
+        of band bucket `until` (None: all)."""
+        last = self.up_to(self.keys[-1]) if until is None or not self.keys else \
+            self.up_to((until + 1) * self.ratio - 1)
+        return last - self.up_to(self.last_failure(band_bucket))
 
 
 def detect(series: Series, config: RulesConfig, elsewhere: Elsewhere | None = None
@@ -88,21 +121,22 @@ def detect(series: Series, config: RulesConfig, elsewhere: Elsewhere | None = No
 
     Per bucket of n observations and s successes, with reference rate p0, drift k and
     threshold h: down += n (p0 - k) - s, up += s - n (p0 + k), each floored at 0, and
-    each step capped at h / 2, so a single bucket (an hour of failures) can make a change
-    suspected but never confirm it alone. A bucket is tested once the regime holds
-    contest_min_observations observations. When a statistic reaches h, a change is
-    confirmed: the new regime starts at the bucket where that excursion began (it holds
-    the buckets from there on) and both statistics restart from 0.
+    each step capped at h / 2, so a single bucket (a day of failures, in band buckets)
+    can make a change suspected but never confirm it alone. A bucket is tested once the
+    regime holds contest_min_observations observations. When a statistic reaches h, a
+    change is confirmed: the new regime starts at the bucket where that excursion began
+    (it holds the buckets from there on) and both statistics restart from 0.
 
     A fall (down) is confirmed only once retested: the retest begins at the band's first
-    bucket after the key succeeded contest_min_observations times elsewhere (`elsewhere`:
-    the key's other evidence) since the band's last failing bucket, and the fall is
+    bucket by whose end the key succeeded contest_min_observations times elsewhere after
+    its newest failure in the band's last failing bucket (`elsewhere`: the key's own
+    finer timeline; the band's own successes in the bucket not counted), and the fall is
     confirmed when the statistic is at h and the same steps since the retest began
     (floored at 0 the same way, over every later bucket of the excursion) add up to
-    h / 2: the band fails again, not once by its usual odds. A bad day of every force,
-    after which the skill works again, stays a suspicion: the band is tried again and
-    works. Without `elsewhere` (a key without parameters: nothing else to try) no retest
-    is asked for."""
+    h / 2: the band fails again, not once by its usual odds. A bad day of every force, after
+    which the skill works again, stays a suspicion: the band is tried again and works.
+    Without `elsewhere` (a key without parameters: nothing else to try) no retest is
+    asked for."""
     k, h = config.change_drift, config.change_threshold
     cap = h / 2
     least = config.contest_min_observations
@@ -132,7 +166,7 @@ def detect(series: Series, config: RulesConfig, elsewhere: Elsewhere | None = No
                 if down == 0.0:
                     down_from, retest, last_fall = i, None, None
                 if retest is None and elsewhere is not None and last_fall is not None and \
-                        elsewhere.between(last_fall, key) >= least:
+                        elsewhere.after_failures(last_fall, key) - s >= least:
                     retest = 0.0  # the skill worked elsewhere since: the retest begins
                 if retest is not None:
                     retest = retest + down_step if retest + down_step > 0.0 else 0.0

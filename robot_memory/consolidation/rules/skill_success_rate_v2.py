@@ -82,13 +82,14 @@ class SkillSuccessRateV2(OneFactPerGroup):
                 bag[row.value_repr] = bag.get(row.value_repr, 0) + count
             else:
                 column = SAFETY_FAILURE if row.failure_reason in safety else FAILURE
-            # A band's partial: (bucket, count * 4 + column) pairs in a flat array of
-            # 64-bit ints (a count stays below 2^61), added up when merged: no int object
-            # and no dict slot per bucket while a pass holds the partials of every key.
-            pairs = part["bands"].setdefault(row.name, {}).get(band_of(row.value_repr))
-            if pairs is None:
-                pairs = part["bands"][row.name][band_of(row.value_repr)] = array("q")
-            pairs.extend((row.bucket, count << 2 | column))
+            # A parameter's partial: (band id, bucket, count * 4 + column) triples in one
+            # flat array of 64-bit ints (a count stays below 2^61), added up when merged:
+            # no int object, no dict slot per bucket and no array per band while a pass
+            # holds the partials of every key.
+            triples = part["bands"].get(row.name)
+            if triples is None:
+                triples = part["bands"][row.name] = array("q")
+            triples.extend((_band_id(row.value_repr), row.bucket, count << 2 | column))
 
     def merge(self, state: dict[str, Any], partial: dict[str, Any],
               config: RulesConfig) -> None:
@@ -103,15 +104,15 @@ class SkillSuccessRateV2(OneFactPerGroup):
         for reason, count in partial["failure_reasons"].items():
             count_into(state["failure_reasons"], reason, count)
         merge_outcomes(state, partial, config)
-        for name, bands in partial["bands"].items():
+        band_config = config.band_config  # band timelines: buckets of band_bucket_s
+        for name, triples in partial["bands"].items():
             stored = state["bands"].setdefault(name, {})
-            for band, pairs in bands.items():
-                buckets = _packed(pairs)
+            for band, buckets in _packed(triples).items():
                 if band not in stored:
-                    stored[band] = new_timeline(buckets, 3, config)
+                    stored[band] = new_timeline(buckets, 3, band_config)
                     continue
                 holder = {"timeline": stored[band]}
-                timeline_merge(holder, buckets, 3, config)
+                timeline_merge(holder, buckets, 3, band_config)
                 stored[band] = holder["timeline"]
         max_support(state, partial)
 
@@ -126,12 +127,31 @@ class SkillSuccessRateV2(OneFactPerGroup):
                              config.rule_version)]
 
 
-def _packed(pairs: array) -> dict[int, int]:
-    """A band's partial as timeline_merge takes it: bucket -> packed row."""
-    buckets: dict[int, int] = {}
-    for bucket, tagged in zip(pairs[::2], pairs[1::2]):
+# The bands a process has met, numbered in the order met (only within a pass's partials:
+# merge names them again). The grid is fixed, so they stay few.
+_BAND_IDS: dict[str, int] = {}
+_BANDS: list[str] = []
+
+
+@lru_cache(maxsize=1 << 12)
+def _band_id(value_repr: str) -> int:
+    band = band_of(value_repr)
+    number = _BAND_IDS.get(band)
+    if number is None:
+        number = _BAND_IDS[band] = len(_BANDS)
+        _BANDS.append(band)
+    return number
+
+
+def _packed(triples: array) -> dict[str, dict[int, int]]:
+    """A parameter's partial as timeline_merge takes it: band -> bucket -> packed row."""
+    by_band: dict[str, dict[int, int]] = {}
+    for band_id, bucket, tagged in zip(triples[::3], triples[1::3], triples[2::3]):
+        buckets = by_band.get(_BANDS[band_id])
+        if buckets is None:
+            buckets = by_band[_BANDS[band_id]] = {}
         buckets[bucket] = buckets.get(bucket, 0) + ((tagged >> 2) << (COLUMN_BITS * (tagged & 3)))
-    return buckets
+    return by_band
 
 
 def _wilson(successes: float, n: float) -> tuple[float, float]:
@@ -142,11 +162,12 @@ def _wilson(successes: float, n: float) -> tuple[float, float]:
     return wilson_interval(successes, n)
 
 
-def _bands_of(state: dict[str, Any]) -> dict[str, dict[str, Series]]:
-    """name -> band -> Series; a key whose results carry no parameters is one band ''."""
+def _bands_of(state: dict[str, Any], k_series: Series) -> dict[str, dict[str, Series]]:
+    """name -> band -> Series; a key whose results carry no parameters is one band '' (its
+    timeline in band buckets: k_series)."""
     bands = state.get("bands") or {}
     if not bands:
-        return {NO_PARAMETERS: {NO_PARAMETERS: Series.of(state["timeline"])}}
+        return {NO_PARAMETERS: {NO_PARAMETERS: k_series}}
     return {name: {band: Series.of(timeline) for band, timeline in by_band.items()}
             for name, by_band in bands.items()}
 
@@ -162,25 +183,29 @@ def _in_order(bands: dict[str, Series]) -> list[tuple[str, Series]]:
 
 
 def render_value(state: dict[str, Any], config: RulesConfig) -> tuple[dict[str, Any], str]:
-    """(value, status) of a v2 skill fact."""
-    k_series = Series.of(state["timeline"])
+    """(value, status) of a v2 skill fact. Everything is worked out in band buckets
+    (band_bucket_s): the key's own timeline is added up into them."""
+    fine = Series.of(state["timeline"])
+    elsewhere = Elsewhere(fine, config.band_ratio)
+    k_series = fine.coarsened(config.band_ratio)
+    config = config.band_config
     newest = k_series.keys[-1] if k_series.keys and k_series.keys[-1] is not None else 0
-    bands = {name: _in_order(by_band) for name, by_band in sorted(_bands_of(state).items())}
+    bands = {name: _in_order(by_band)
+             for name, by_band in sorted(_bands_of(state, k_series).items())}
     least = config.contest_min_observations
     h = config.change_threshold
     boundaries: list[tuple[int, str, str, dict[str, Any]]] = []
     suspects = []
-    elsewhere = Elsewhere(k_series)
     for name, in_order in bands.items():
         for band, series in in_order:
             found = detect(series, config, None if name == NO_PARAMETERS else elsewhere)
             boundaries += [(bucket, name, band, test) for bucket, test in found.boundaries]
             # Suspected: half the threshold, and the band's newest bucket still adds to it.
             if found.statistic >= h / 2 and found.growing and found.newest is not None:
-                # Lapsed once the key has succeeded this often after the band's newest
-                # bucket (the skill works again, with other parameters).
-                after = regime_counts(k_series, found.newest + 1)[0]
-                if after < least:
+                # Lapsed once the key has succeeded this often after its newest failure
+                # in the band's newest bucket (the skill works again, with other
+                # parameters; read from the key's own finer timeline).
+                if elsewhere.after_failures(found.newest) < least:
                     suspects.append((-found.statistic, name, band, found))
     boundaries.sort(key=lambda b: (b[0], b[1], _band_order(b[2])))
     since = boundaries[-1][0] if boundaries else None

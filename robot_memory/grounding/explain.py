@@ -152,6 +152,7 @@ def format_explanation(explanation: dict[str, Any]) -> str:
     lines = [f"{fact['kind']} [{fact['key']}] (fact {fact['id']})",
              f"  status {fact['status']}, confidence {fact['confidence']}, "
              f"{fact['n_observations']} observations, rule {fact['rule_version']}",
+             *_regime_lines(fact.get("value")),
              f"  supported by {support['count']} execution results: "
              f"{support['outcomes']['success']} successes, {support['outcomes']['failure']} "
              "failures"]
@@ -181,6 +182,48 @@ def format_explanation(explanation: dict[str, Any]) -> str:
                       "not read, counts above are the live store's only; needed: " +
                       ", ".join(missing or [a["segment"] for a in archived])))
     return "\n".join(lines)
+
+
+def _evidence_text(evidence: dict[str, Any]) -> str:
+    return "; ".join(f"{name} " + ", ".join(f"{row['band']}: {row['successes']} of {row['n']}"
+                                            for row in rows)
+                     for name, rows in sorted(evidence.items())) or "none"
+
+
+def _regime_lines(value: Any) -> list[str]:
+    """What a skill fact of rules v2.0 says of its regimes (docs/consolidation.md): the
+    recommended band, the boundary and the test that set it, the regime before it, and a
+    change still suspected. Nothing for a value without them."""
+    if not isinstance(value, dict) or not isinstance(value.get("regime"), dict):
+        return []
+    lines = [f"  recommended {name} {band.get('median')}: {band.get('successes')} of "
+             f"{band.get('n')} in this regime, rate {band.get('rate')}, "
+             f"lower bound {band.get('lcb')}"
+             for name, band in sorted((value.get("recommended_parameters") or {}).items())
+             if isinstance(band, dict)]
+    regime = value["regime"]
+    if regime.get("since_ns") is None:
+        lines.append("  one regime: no change found in its evidence")
+    else:
+        test = regime.get("test") or {}
+        lines.append(f"  regime since event time {regime['since_ns']} ns, after "
+                     f"{regime.get('changes')} change(s); set by {test.get('name')} band "
+                     f"{test.get('band')}: " + ", ".join(
+                         f"{k} {v}" for k, v in sorted(test.items())
+                         if k not in ("name", "band")))
+        previous = regime.get("previous") or {}
+        lines.append(f"  regime before it (from {previous.get('since_ns')} to "
+                     f"{previous.get('until_ns')} ns): "
+                     + _evidence_text(previous.get("parameter_evidence") or {}))
+    lines.append("  evidence in this regime: "
+                 + _evidence_text({name: rows for name, rows in
+                                   (value.get("parameter_evidence") or {}).items()}))
+    suspected = value.get("change_suspected")
+    if suspected:
+        lines.append(f"  change suspected, not yet confirmed: {suspected.get('name')} band "
+                     f"{suspected.get('band')} ({suspected.get('direction')}, statistic "
+                     f"{suspected.get('statistic')} of {suspected.get('threshold')})")
+    return lines
 
 
 def _lent_note(consultation: dict[str, Any]) -> str:

@@ -404,3 +404,22 @@ def test_an_unknown_rule_version_is_refused():
 def test_band_buckets_that_are_not_whole_time_buckets_are_refused(band_bucket_s):
     with pytest.raises(ConsolidationConfigError, match="band_bucket_s=.*time_bucket_s="):
         RulesConfig(band_bucket_s=band_bucket_s)
+
+
+# -- what explain shows of regimes -----------------------------------------------------------
+def test_explain_shows_both_regimes_the_boundary_and_the_test(part):
+    from robot_memory.grounding.explain import explain_fact, format_explanation
+
+    part.append_many(history(20))
+    consolidation_pass(part)
+    before = format_explanation(explain_fact(part, skill_fact(part)))
+    assert "one regime: no change found" in before
+    assert "recommended force_n 25.0" in before
+    for _ in attempts(part, 20, 10, cracks_at_25):
+        pass
+    text = format_explanation(explain_fact(part, skill_fact(part)))
+    regime = skill_fact(part).value["regime"]
+    assert f"regime since event time {regime['since_ns']} ns, after 1 change(s)" in text
+    assert "set by force_n band 25.0" in text and "direction down" in text
+    assert "regime before it" in text and "25.0: 190 of 200" in text
+    assert "recommended force_n 15.0" in text

@@ -269,6 +269,37 @@ def test_performance_page_at_a_glance_is_the_benchmark_files():
         assert figure in text, figure
 
 
+def test_readme_and_performance_page_changing_world_figures_are_the_benchmark_file():
+    result = _result("changing_world")
+    v2, v1 = result["goals"]["memory:v2"]["step"], result["goals"]["memory:v1"]["step"]
+    headline = (f"{v2['avoidable_failures_mean']} against {v1['avoidable_failures_mean']} "
+                f"({v2['times_fewer_than_today']:.1f}x fewer)")
+    rows = {line.split("|")[1].strip(): line for line in README.splitlines()
+            if line.startswith("| ") and line.count("|") == 4}
+    assert f"| {headline} |" in rows[
+        "a step change in what works, a pass a day: avoidable failures in the 30 days after, "
+        "rules v2.0 against v1.0"]
+    glance = PERFORMANCE[PERFORMANCE.index("## At a glance"):PERFORMANCE.index("## Grounding")]
+    assert (f"| {v2['avoidable_failures_mean']}: "
+            f"**{'met' if v2['failures_at_most_contest_min_plus_3'] else 'missed'}**; "
+            f"{v2['times_fewer_than_today']:.1f}x fewer ({v1['avoidable_failures_mean']}): "
+            f"**{'met' if v2['at_least_5x_fewer_than_today'] else 'missed'}**") in glance
+    section = PERFORMANCE[PERFORMANCE.index("## Changing world"):]
+    section = section[:section.index("\n## ")]
+    labels = {"steady": "steady (nothing changes)"}
+    for scenario in ("step", "drift", "burst", "steady"):
+        cells = [result["results"][scenario][arm]["changed"]["avoidable_failures"]
+                 for arm in result["arms"]]
+        assert (f"| {labels.get(scenario, scenario)} | "
+                + " | ".join(f"{c['mean']:.2f} ({c['ci95'][0]:.2f} to {c['ci95'][1]:.2f})"
+                             for c in cells) + " |") in section, scenario
+    for scenario in ("step", "drift", "burst"):
+        goals = result["goals"]["memory:v2"][scenario]
+        assert f"{goals['avoidable_failures_mean']}" in section, scenario
+        assert f"{goals['times_fewer_than_today']:.1f}x" in section, scenario
+        assert goals["bound"] == 8  # the section's "+ 3 = 8"
+
+
 def test_performance_page_lifetime_figures_are_the_benchmark_file():
     result = _result("lifetime")
     section = PERFORMANCE[PERFORMANCE.index("## A working life"):]

@@ -38,8 +38,8 @@ Choices (fixed here, written into the result file):
   it repeats the force of a success and switches force after a failure (25 N -> 15 N,
   15 N -> 25 N), starting from the default 25 N: the issue's "a robot without memory
   would have stopped repeating the failure". `memory:<rule set>`: the README's planner
-  on the consolidated facts of that rule set (`RULE_SETS`; today only `v1`, the current
-  rules at their defaults): it asks for the skill on the target in the environment with
+  on the consolidated facts of that rule set (`RULE_SETS`: `v1` = rules v1.0, `v2` =
+  rules v2.0, both at their defaults; a run compares every one of them): it asks for the skill on the target in the environment with
   min_confidence 0.5 and, when the answer is OK and holds the skill_success_rate fact of
   that skill, target and environment, uses that fact's recommended force_n (the median
   a SemanticFact carries); otherwise it explores at 15 N. The README's example reads
@@ -669,7 +669,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help=f"(default {HISTORY_DAYS})")
     parser.add_argument("--days-after", type=int, default=None, help=f"(default {DAYS_AFTER})")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
-    parser.add_argument("--rule-sets", default=BASELINE_RULE_SET,
+    parser.add_argument("--rule-sets", default=",".join(RULE_SETS),
                         help=f"memory arms, one per rule set (known: {', '.join(RULE_SETS)})")
     parser.add_argument("--n-resamples", type=int, default=None, help="bootstrap (10000)")
     parser.add_argument("--out", default=None)

@@ -39,9 +39,10 @@ Choices (fixed here, written into the result file):
   15 N -> 25 N), starting from the default 25 N: the issue's "a robot without memory
   would have stopped repeating the failure". `memory:<rule set>`: the README's planner
   on the consolidated facts of that rule set (`RULE_SETS`: `v1` = rules v1.0, `v2` =
-  rules v2.0, both at their defaults; a run compares every one of them): it asks for the skill on the target in the environment with
-  min_confidence 0.5 and, when the answer is OK and holds the skill_success_rate fact of
-  that skill, target and environment, uses that fact's recommended force_n (the median
+  rules v2.0, both at their defaults; a run compares every one of them): it asks for
+  the skill on the target in the environment with min_confidence 0.5 and, when the
+  answer is OK and holds the skill_success_rate fact of that skill, target and
+  environment, uses that fact's recommended force_n (the median
   a SemanticFact carries); otherwise it explores at 15 N. The README's example reads
   `facts[0]`, which is not that fact whenever a more confident fact ranks first (the
   cup's mass, a failure pattern): the harness picks the fact by kind and key, as a

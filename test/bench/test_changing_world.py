@@ -111,7 +111,7 @@ def test_every_arm_faces_the_same_draws(quick):
 
 def test_the_quick_run_writes_every_scenario_arm_and_goal(quick):
     assert set(quick["results"]) == set(cw.SCENARIOS)
-    assert quick["arms"] == ["none", "memory:v1", "sliding_window", "oracle"]
+    assert quick["arms"] == ["none", "memory:v1", "memory:v2", "sliding_window", "oracle"]
     settings = quick["settings"]
     assert settings["change_day"] == settings["history_days"] + 1
     for scenario, arms in quick["results"].items():

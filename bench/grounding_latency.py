@@ -236,7 +236,8 @@ def stop_helper(process: subprocess.Popen, grace_s: float = 0.0) -> None:
 
 @contextmanager
 def running_system(url: str, events: int, facts: int, load_rate: float, log,
-                   question: Question, one_process: bool = False):
+                   question: Question, one_process: bool = False,
+                   rule_version: str | None = None):
     """The stack, the echo service and (if load_rate > 0) the load publisher; stopped by
     their own PIDs on the way out. Yields the helpers, to check they outlived the run."""
     stack = Stack({"database_url": url, "manifest_path": str(MANIFEST),
@@ -247,7 +248,9 @@ def running_system(url: str, events: int, facts: int, load_rate: float, log,
                    # The store this measures keeps its size: retention is bench.lifetime's.
                    "retain_events": 0,
                    # A 10^6-event store is far past the default growth guard.
-                   "growth_limit_mb": 0.0, "hard_limit_mb": 0.0},
+                   "growth_limit_mb": 0.0, "hard_limit_mb": 0.0,
+                   # The consolidator's rules (default: the parameter table's).
+                   **({"rule_version": rule_version} if rule_version else {})},
                   log_level="warn", one_process=one_process).start(stdout=log, stderr=log)
     # The echo answers with what `ground` answers for the question the client asks.
     helpers = {"echo": start_helper("bench.echo_grounding_server", "--db", url, "--identity",
@@ -294,7 +297,7 @@ def run(args: argparse.Namespace, load_rate: float | None = None, one_process: b
         alone = lookup_alone(url, keys, args.lookups) if lookups else None
         with nodes_log(Path(scratch) / "nodes.log") as log:
             with running_system(url, args.events, args.facts, load_rate, log, question,
-                                one_process) as (stack, helpers):
+                                one_process, args.rule_version) as (stack, helpers):
                 measured = measure(question, args.requests, lambda: store_activity(url),
                                    Path(scratch), log)
                 if exited(stack, helpers):
@@ -375,6 +378,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--analogy-lookups", type=int, default=20_000)
     parser.add_argument("--analogies-only", action="store_true",
                         help="measure only the analogies and merge them into --out")
+    parser.add_argument("--rule-version", default=None,
+                        help="the consolidator's rule_version (default: the parameter "
+                             "table's), to compare rule sets under the same load")
     parser.add_argument("--out")
     return parser.parse_args()
 

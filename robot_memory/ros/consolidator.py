@@ -160,15 +160,6 @@ class Consolidator(ManagedMemoryNode):
         response.event_id, response.run_event_id = outcome.event_id, outcome.run_event_id
         return response
 
-    def _log(self, level: str, text: str) -> None:
-        # One call site per severity: rclpy refuses a second severity from the same line.
-        if level == "error":
-            self.get_logger().error(text)
-        elif level == "warning":
-            self.get_logger().warning(text)
-        else:
-            self.get_logger().info(text)
-
     def _replace_snapshot(self, facts) -> None:
         """Every fact's encoding, kept so a pass only encodes the facts it changed."""
         self._snapshot.replace_all(facts)

@@ -342,15 +342,6 @@ class EpisodicLogger(ManagedMemoryNode):
         if held is not None:
             self._log(level, text + held_back(held))
 
-    def _log(self, level: str, text: str) -> None:
-        # One call site per severity: rclpy refuses a second severity from the same line.
-        if level == "error":
-            self.get_logger().error(text)
-        elif level == "warning":
-            self.get_logger().warning(text)
-        else:
-            self.get_logger().info(text)
-
     # -- status -----------------------------------------------------------------------
     def _look_for_unheard_publishers(self) -> None:
         """Log each publisher on a result topic that the reader cannot hear, once, when

@@ -257,15 +257,6 @@ class GroundingServer(ManagedMemoryNode):
                         "ill-shaped; see the log)")
         self.diagnostics.publish(level, message, values)
 
-    def _log(self, level: str, text: str) -> None:
-        # One call site per severity: rclpy refuses a second severity from the same line.
-        if level == "error":
-            self.get_logger().error(text)
-        elif level == "warning":
-            self.get_logger().warning(text)
-        else:
-            self.get_logger().info(text)
-
     def close(self) -> None:
         """Flush the consultation audit first (what was answered must be in the log), then
         stop the side executor."""

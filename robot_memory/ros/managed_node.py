@@ -98,6 +98,17 @@ class ManagedMemoryNode(LifecycleNode):
                                  callback_group=gate_callback_group)
 
     # -- the hooks ----------------------------------------------------------------------
+    def _log(self, level: str, text: str) -> None:
+        """Log `text` at `level` ("error", "warning", else info): the form the core's
+        services take a logger in (ConsolidationService, ServedIndex, the logger)."""
+        # One call site per severity: rclpy refuses a second severity from the same line.
+        if level == "error":
+            self.get_logger().error(text)
+        elif level == "warning":
+            self.get_logger().warning(text)
+        else:
+            self.get_logger().info(text)
+
     def acquire(self, identity_hash: str) -> None:
         """On configure: open the store, build the state serving needs."""
 

@@ -42,14 +42,15 @@ def _node_names(probe) -> set[str]:
 
 def test_a_clean_exit_leaves_the_graph_at_once(start_stack, probe):
     """After Ctrl-C, `ros2 node list` no longer shows the nodes: each process leaves the
-    graph as it exits, not when its peers' lease (about 20 s) runs out."""
+    graph as it exits, not when its peers' lease (about 20 s) runs out. The bound is half
+    the lease: well apart from it, with room for a loaded machine's discovery traffic."""
     nodes = ["manifest_verifier", "episodic_logger", "consolidator", "grounding_server"]
     stack = start_stack(nodes=nodes)
     wait_until(lambda: _node_names(probe) >= set(nodes), 30, "the four nodes on the graph")
     for process in stack.processes.values():
         process.send_signal(signal.SIGINT)
     assert all(p.wait(15) == 0 for p in stack.processes.values())
-    wait_until(lambda: not _node_names(probe) & set(nodes), 4,
+    wait_until(lambda: not _node_names(probe) & set(nodes), 10,
                lambda: f"the nodes to leave the graph; still there: {_node_names(probe)}")
 
 

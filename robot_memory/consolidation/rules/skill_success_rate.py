@@ -51,17 +51,7 @@ class SkillSuccessRate(OneFactPerGroup):
 
     def merge(self, state: dict[str, Any], partial: dict[str, Any],
               config: RulesConfig) -> None:
-        if not state:
-            state.update(skill_id=partial["skill_id"], target_class=partial["target_class"],
-                         environment=partial["environment"], n=0, successes=0,
-                         success_parameters={}, failure_reasons={})
-        state["n"] += partial["n"]
-        state["successes"] += partial["successes"]
-        for name, bag in partial["success_parameters"].items():
-            multiset_merge(state["success_parameters"].setdefault(name, {}), bag)
-        for reason, count in partial["failure_reasons"].items():
-            count_into(state["failure_reasons"], reason, count)
-        merge_outcomes(state, partial, config)
+        merge_skill_counts(state, partial, config)
         max_support(state, partial)
 
     def render(self, key: str, state: dict[str, Any], config: RulesConfig) -> list[RenderedFact]:
@@ -88,3 +78,21 @@ class SkillSuccessRate(OneFactPerGroup):
                              confidence=confidence, n_observations=n,
                              last_supporting_event_id=state["last_event_id"],
                              last_updated_ns=state["last_stamp_ns"], conflict=conflict)]
+
+
+def merge_skill_counts(state: dict[str, Any], partial: dict[str, Any],
+                       config: RulesConfig) -> None:
+    """Add a partial's counts, success parameters, failure reasons and outcome timeline
+    to a skill state (empty: started from the partial's key fields): what every version
+    of the skill rule keeps."""
+    if not state:
+        state.update(skill_id=partial["skill_id"], target_class=partial["target_class"],
+                     environment=partial["environment"], n=0, successes=0,
+                     success_parameters={}, failure_reasons={})
+    state["n"] += partial["n"]
+    state["successes"] += partial["successes"]
+    for name, bag in partial["success_parameters"].items():
+        multiset_merge(state["success_parameters"].setdefault(name, {}), bag)
+    for reason, count in partial["failure_reasons"].items():
+        count_into(state["failure_reasons"], reason, count)
+    merge_outcomes(state, partial, config)

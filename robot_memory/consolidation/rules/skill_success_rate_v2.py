@@ -22,12 +22,12 @@ from robot_memory.consolidation.rules.base import (STATUS_CONTESTED, OneFactPerG
                                                    RenderedFact, RulesConfig, count_into,
                                                    fact_key, max_support, promoted_status, r6)
 from robot_memory.consolidation.rules.outcomes import (FAILURE, SAFETY_FAILURE, SUCCESS,
-                                                       merge_outcomes, note_outcome_row)
+                                                       note_outcome_row)
 from robot_memory.consolidation.rules.regimes import (Elsewhere, Series, counts_between, detect,
                                                       regime_counts, weighted_counts)
+from robot_memory.consolidation.rules.skill_success_rate import merge_skill_counts
 from robot_memory.consolidation.rules.timeline import COLUMN_BITS, new_timeline, timeline_merge
-from robot_memory.consolidation.stats import (most_common, multiset_merge, shrunk_rate,
-                                              wilson_interval)
+from robot_memory.consolidation.stats import most_common, shrunk_rate, wilson_interval
 from robot_memory.store import OutcomeRow, ValueBatch
 
 # The band of a result that carries no parameter at all, when none of the key's results
@@ -93,17 +93,8 @@ class SkillSuccessRateV2(OneFactPerGroup):
 
     def merge(self, state: dict[str, Any], partial: dict[str, Any],
               config: RulesConfig) -> None:
-        if not state:
-            state.update(skill_id=partial["skill_id"], target_class=partial["target_class"],
-                         environment=partial["environment"], n=0, successes=0,
-                         success_parameters={}, failure_reasons={}, bands={})
-        state["n"] += partial["n"]
-        state["successes"] += partial["successes"]
-        for name, bag in partial["success_parameters"].items():
-            multiset_merge(state["success_parameters"].setdefault(name, {}), bag)
-        for reason, count in partial["failure_reasons"].items():
-            count_into(state["failure_reasons"], reason, count)
-        merge_outcomes(state, partial, config)
+        merge_skill_counts(state, partial, config)  # what v1.0 keeps, then the bands
+        state.setdefault("bands", {})
         band_config = config.band_config  # band timelines: buckets of band_bucket_s
         for name, triples in partial["bands"].items():
             stored = state["bands"].setdefault(name, {})

@@ -278,6 +278,15 @@ def _problem(error: ValidationError) -> ValueProblem:
     return ValueProblem(".".join(["value", *map(str, first["loc"])]), message)
 
 
+def _keys_sorted(value: Any) -> Any:
+    """`value` with every mapping's keys in sorted order (as canonical JSON has them)."""
+    if isinstance(value, dict):
+        return {key: _keys_sorted(value[key]) for key in sorted(value, key=str)}
+    if isinstance(value, list):
+        return [_keys_sorted(item) for item in value]
+    return value
+
+
 def value_problem(kind: str, value: Any) -> ValueProblem | None:
     """None when `value` has the shape of `kind`'s values (or `kind` has no schema: a
     rule being tried out), else the first field that does not."""
@@ -286,8 +295,14 @@ def value_problem(kind: str, value: Any) -> ValueProblem | None:
         return None
     try:
         schema.model_validate(value)
-    except ValidationError as exc:
-        return _problem(exc)
+    except ValidationError:
+        # Named as the log gives the value back (canonical JSON sorts its keys): which
+        # error pydantic lists first follows a mapping's key order, and a value must be
+        # named alike whether it comes as given or from the log.
+        try:
+            schema.model_validate(_keys_sorted(value))
+        except ValidationError as exc:
+            return _problem(exc)
     try:  # what the log stores: text that is not UTF-8 (a lone surrogate) is not JSON
         canonical_json(value)
     except (TypeError, ValueError) as exc:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import result_event, varied_events
 
+from robot_memory.canonical import canonical_json
 from robot_memory.consolidation import consolidation_pass, facts_snapshot, replay_snapshot
 from robot_memory.consolidation import overrides as ov
 from robot_memory.consolidation.checkpoint import ill_shaped_overrides
@@ -211,3 +212,14 @@ def test_a_stored_row_that_is_not_json_costs_its_own_fact_only(part):
     assert list(index.left_out) == [("skill_success_rate", KEY)] and index.size >= 1
     assert consolidation_pass(part).applied
     assert GroundingIndex(IDENT, part.facts()).left_out == {}  # the pass rewrote it
+
+
+def test_a_value_is_named_alike_as_given_and_as_the_log_gives_it_back():
+    """Two ill-shaped keys of one mapping: the field named does not follow their order
+    (canonical JSON, in the log, sorts them)."""
+    value = {"skill_id": "manipulation.grasp", "target_class": "glass_cup",
+             "environment": "sim", "rate": 0.75, "n": 4, "successes": 3,
+             "recommended_parameters": {"band": None, "": None}}
+    from_log = json.loads(canonical_json(value))
+    assert value_problem("skill_success_rate", value) == \
+        value_problem("skill_success_rate", from_log) is not None

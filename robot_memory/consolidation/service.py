@@ -1,6 +1,6 @@
 """The consolidator's pass policy, ROS-free: when a pass runs, when history is
-compacted, what a pass publishes and what it leaves out, the growth guard's pause, and
-the counts and status /diagnostics shows.
+compacted, what a pass publishes and what it leaves out, the disk budget and the growth
+guard's pauses, and the counts and status /diagnostics shows.
 
 The consolidator node (ros/consolidator.py) wires parameters, timers, services and topics
 to a ConsolidationService, as the logger node does with intake/ingest.py: on configure it
@@ -36,6 +36,8 @@ from robot_memory.consolidation.reset_archive import archive_path_inside
 from robot_memory.consolidation.rules import STATUS_ACTIVE, RulesConfig
 from robot_memory.operation.heap import WORTH_RELEASING_MB, release_freed_memory
 from robot_memory.operation.log_throttle import LogThrottle
+from robot_memory.retention.budget import PARTS as DISK_PARTS
+from robot_memory.retention.budget import BudgetOutcome, hold_budget
 from robot_memory.retention.compaction import compact, default_archive_dir, retention_due
 from robot_memory.retention.growth import OK as GROWTH_OK
 from robot_memory.retention.growth import GrowthGuard
@@ -98,11 +100,14 @@ class _Counts:
     conflicts_total: int = 0
     overrides: int = 0
     compactions: int = 0  # retention compactions run by this service
+    budget_paused_passes: int = 0  # of paused_passes: the disk budget could not be held
+    forgotten_by_budget: int = 0  # segments the disk budget's policy forgot
     privacy_refused: Counter[str] = field(default_factory=Counter)  # overrides, by category
 
 
 class ConsolidationService:
-    """Passes over one identity's partition, with retention and the growth guard.
+    """Passes over one identity's partition, with retention, the disk budget and the
+    growth guard.
 
     `publish(update)` is called after each applied pass, before the store's write-ahead
     log is folded back. `log(level, text)` says what happened (a repeated failure at
@@ -111,7 +116,8 @@ class ConsolidationService:
 
     def __init__(self, config: RulesConfig, *, archive_dir: Path, growth_limit_mb: float = 0.0,
                  retain_events: int = 0, compact_every_events: int = 0,
-                 pass_after_new_events: int = 0,
+                 pass_after_new_events: int = 0, disk_budget_mb: float = 0.0,
+                 shipping_configured: bool = False, witness_path: str | Path = "",
                  publish: Callable[[FactsUpdate], None] = lambda update: None,
                  log: Log = _default_log, now_ns: Callable[[], int] = time.time_ns):
         self.config = config
@@ -120,6 +126,11 @@ class ConsolidationService:
         self.retain_events = retain_events
         self.compact_every_events = compact_every_events
         self.pass_after_new_events = pass_after_new_events
+        self.disk_budget_mb = disk_budget_mb
+        # With a fleet store configured, a segment is deleted under the budget only once
+        # its shipment's receipt is in the log (retention/budget.py).
+        self.shipping_configured = shipping_configured
+        self.witness_path = witness_path
         self._publish = publish
         self._log = log
         self._now_ns = now_ns
@@ -131,6 +142,9 @@ class ConsolidationService:
         self.last_report: PassReport | None = None
         self.last_error = ""  # why the last pass did not run or failed ("" when it ran)
         self.compaction_error = ""
+        self.budget: BudgetOutcome | None = None  # the last check of the disk budget
+        self.budget_problem = ""  # why learning is paused for the disk budget ("": it is not)
+        self.budget_error = ""  # why the budget could not be checked ("": it was)
         # What cannot be applied or published, each costing its own fact only: overrides
         # in the log not of their kind's shape (skipped by every pass), and facts a pass
         # could not make. Each is logged once (warn_once).
@@ -142,14 +156,18 @@ class ConsolidationService:
     @classmethod
     def from_parameters(cls, params: Mapping[str, Any], **kwargs) -> ConsolidationService:
         """From the consolidator's parameters (robot_memory/operation/parameters.yaml);
-        segments go to archive_dir, or beside the database (default_archive_dir)."""
+        segments go to archive_dir, or beside the database (default_archive_dir). A
+        fleet store to ship segments to is configured when `fleet_store_url` is set."""
         archive_dir = Path(params["archive_dir"]) if params["archive_dir"] \
             else default_archive_dir(params["database_url"])
         return cls(RulesConfig.from_settings(dict(params)), archive_dir=archive_dir,
                    growth_limit_mb=params["growth_limit_mb"],
                    retain_events=params["retain_events"],
                    compact_every_events=params["compact_every_events"],
-                   pass_after_new_events=params["pass_after_new_events"], **kwargs)
+                   pass_after_new_events=params["pass_after_new_events"],
+                   disk_budget_mb=params["disk_budget_mb"],
+                   shipping_configured=bool(params.get("fleet_store_url")),
+                   witness_path=params["witness_file"], **kwargs)
 
     # -- the partition: attached on configure, detached on cleanup --------------------
     def attach(self, partition: Partition) -> list[FactRow]:
@@ -220,7 +238,8 @@ class ConsolidationService:
     def run_pass(self, apply: bool = True) -> PassReport | None:
         """One pass (or dry run); its report, or None if it failed or was paused (logged,
         and the reason kept in last_error). Before an applied pass, retention compacts
-        what is due; past the growth limit the pass is paused (counted)."""
+        what is due and the disk budget is held; when it cannot be, or past the growth
+        limit, the pass is paused (counted)."""
         if self.partition is None:
             return None
         try:
@@ -231,6 +250,12 @@ class ConsolidationService:
             return None
         if apply:
             self._compact_if_due()
+            if not self._hold_budget():
+                self.counts.paused_passes += 1
+                self.counts.budget_paused_passes += 1
+                self.last_error = f"disk budget exceeded, learning paused: {self.budget_problem}"
+                self._log_repeated("budget", "warning", f"pass paused: {self.last_error}")
+                return None
         if apply and self.guard.state(self.store_size) != GROWTH_OK:
             self.counts.paused_passes += 1
             self.last_error = self.guard.describe(self.store_size)
@@ -299,6 +324,31 @@ class ConsolidationService:
             self.counts.compactions += 1
             self._log("info", report.describe())
             self.store_size = store_size_bytes(self.partition.store)
+
+    def _hold_budget(self) -> bool:
+        """The disk budget (retention/budget.py), after the compaction: measure what
+        memory keeps on the disk, forget what the policy says (each logged), and say
+        whether the budget holds. A check that fails is said (ERROR) and does not pause
+        the passes: the next pass checks again."""
+        try:
+            self.budget = hold_budget(
+                self.partition, self.archive_dir, int(self.disk_budget_mb * MB),
+                shipping_configured=self.shipping_configured,
+                witness_path=self.witness_path or None, stamp_ns=self._now_ns())
+        except Exception as exc:  # the store or the folder is away: said, retried
+            self.budget_error = f"disk budget check failed: {exc}"
+            self._log_repeated("budget_check", "error", self.budget_error)
+            return True
+        self.budget_error = ""
+        for deletion in self.budget.forgotten:
+            self.counts.forgotten_by_budget += 1
+            self._log("warning", f"segment {deletion.segment.segment} forgotten "
+                                 f"({deletion.reason}): the disk budget "
+                                 f"{self.disk_budget_mb:g} MB was exceeded")
+        self.budget_problem = self.budget.diagnosis(self.shipping_configured)
+        if self.budget.forgotten:
+            self.store_size = store_size_bytes(self.partition.store)
+        return self.budget.held
 
     def _checkpoint_log(self) -> None:
         """Fold what the pass wrote back into the database file, now that its facts are
@@ -379,7 +429,11 @@ class ConsolidationService:
                      for category, n in sorted(counts.privacy_refused.items())},
                   "compactions": counts.compactions, "archive_dir": str(self.archive_dir),
                   "store_size_mb": round(self.store_size / MB, 3),
-                  "ill_shaped_operator_facts": len(self.ill_shaped)}
+                  "ill_shaped_operator_facts": len(self.ill_shaped),
+                  "disk_budget_mb": self.disk_budget_mb,
+                  "disk_budget_paused_passes": counts.budget_paused_passes,
+                  "segments_forgotten_by_budget": counts.forgotten_by_budget}
+        values.update(self._disk_values())
         values.update({f"ill_shaped.event_{s.event_id}": f"{s.kind} [{s.key}] {s.problem}"
                        for s in self.ill_shaped})
         if report is not None:
@@ -395,15 +449,35 @@ class ConsolidationService:
                            for reason, n in report.skipped.items()})
         return values
 
+    def _disk_values(self) -> dict[str, Any]:
+        """Each part of the footprint (MB) as of the last check, and the share of the
+        budget in use (with a budget)."""
+        if self.budget is None:
+            return {}
+        footprint = self.budget.footprint
+        values: dict[str, Any] = {f"disk.{part}_mb": round(footprint.parts.get(part, 0) / MB, 3)
+                                  for part in DISK_PARTS}
+        values.update({"disk.total_mb": round(footprint.total / MB, 3),
+                       "disk.segments": len(footprint.segments),
+                       "disk.segments_not_shipped": sum(
+                           1 for s in footprint.segments if not s.shipped)})
+        if self.disk_budget_mb:
+            values["disk_budget_used"] = round(footprint.total / (self.disk_budget_mb * MB), 4)
+        return values
+
     def status(self, facts_left_out: int = 0) -> tuple[str, str]:
         """(OK, WARN or ERROR, message) of an active consolidator, the gravest first;
         `facts_left_out`: facts the node could not put into messages."""
         if self.guard.state(self.store_size) != GROWTH_OK:
             return WARN, self.guard.describe(self.store_size)
+        if self.budget_problem:
+            return WARN, f"disk budget exceeded, learning paused: {self.budget_problem}"
         if self.last_error:
             return ERROR, f"last pass failed: {self.last_error}"
         if self.compaction_error:
             return ERROR, f"{self.compaction_error} (the live store is unchanged)"
+        if self.budget_error:
+            return ERROR, f"{self.budget_error} (passes go on; checked again each pass)"
         if self.frozen:
             return WARN, "consolidation FROZEN by an operator (override unfreeze)"
         if self.ill_shaped:

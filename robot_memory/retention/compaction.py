@@ -135,10 +135,12 @@ def seq_before(partition: Partition, *, event_id: int | None = None,
 
 def compact(partition: Partition, until_seq: int, archive_dir: Path, *,
             stamp_ns: int | None = None,
-            safety_reasons: frozenset[str] = frozenset(SAFETY_FAILURE_REASONS)
-            ) -> CompactionReport:
+            safety_reasons: frozenset[str] = frozenset(SAFETY_FAILURE_REASONS),
+            compressed: bool = True) -> CompactionReport:
     """Compact the identity's chain from the end of the last compaction up to `until_seq`
-    (lowered to what consolidation has folded) into a segment in `archive_dir`."""
+    (lowered to what consolidation has folded) into a segment in `archive_dir`:
+    compressed, unless `compressed` is False (the format written before compression,
+    kept for stores and tools that expect it; retention/segments.py)."""
     started = time.monotonic()
     report = CompactionReport(partition.identity_hash)
     ident = partition.identity_hash
@@ -156,12 +158,13 @@ def compact(partition: Partition, until_seq: int, archive_dir: Path, *,
         for kind, key, state_json in partition.all_consolidation_states(conn):
             states.update(f"{kind}\x1f{key}\x1f{state_json}\n".encode("utf-8"))
         scan = _RangeScan(partition, conn, from_seq, until_seq, safety_reasons)
-        name = segment_name(ident, from_seq, until_seq)
+        name = segment_name(ident, from_seq, until_seq, compressed)
         path = archive_dir / name
         header = {"identity_hash": ident, "from_seq": from_seq, "until_seq": until_seq,
                   "prev_hash": prev_hash}
         try:
-            sha = write_segment(path, header, scan.rows(), lambda: {"cut_hash": scan.cut_hash})
+            sha = write_segment(path, header, scan.rows(), lambda: {"cut_hash": scan.cut_hash},
+                                compressed)
         except SegmentError as exc:
             raise CompactionError(f"{exc}; the live store is untouched") from None
     if scan.count != until_seq - from_seq + 1:

@@ -28,6 +28,17 @@ def store_size_bytes(store: MemoryStore) -> int:
     return 0
 
 
+def store_files(store: MemoryStore) -> dict[str, int]:
+    """A SQLite store's files on disk, by role: "database", its write-ahead log "wal" and
+    its shared-memory index "shm" (a file missing counts 0). Empty for a server database,
+    which is not on the robot's disk."""
+    path = sqlite_path(store.url)
+    if path is None:
+        return {}
+    return {"database": _size_or_zero(path), "wal": _size_or_zero(path + "-wal"),
+            "shm": _size_or_zero(path + "-shm")}
+
+
 def write_ahead_log_bytes(store: MemoryStore) -> int:
     """The size of a SQLite store's write-ahead log (0 on PostgreSQL, or with no log)."""
     path = sqlite_path(store.url)

@@ -164,11 +164,10 @@ def test_a_damaged_segment_is_found_and_named(compacted, damage):
     one, two = archive / first.segment, archive / second.segment
     if damage == "missing":
         one.unlink()
-    elif damage == "edited":
-        text = one.read_text()  # payloads are JSON strings within each line
-        edited = text.replace('\\"success\\":true', '\\"success\\":false', 1)
-        assert edited != text
-        one.write_text(edited)
+    elif damage == "edited":  # one byte of the compressed stream
+        data = bytearray(one.read_bytes())
+        data[len(data) // 2] ^= 0x01
+        one.write_bytes(bytes(data))
     elif damage == "swapped":
         data_one, data_two = one.read_bytes(), two.read_bytes()
         one.write_bytes(data_two)
@@ -244,7 +243,7 @@ def test_compact_and_verify_the_archives_from_the_command_line(compacted):
     out = cli("compact", *ident)  # the third batch, into the default directory
     assert out.returncode == 0 and "compacted seq" in out.stdout, out.stderr
     default = Path(url.removeprefix("sqlite:///") + ".segments")
-    assert len(list(default.glob("*.segment.jsonl"))) == 1
+    assert len(list(default.glob("*.segment.jsonl.zst"))) == 1
     out = cli("verify", "--db", url, "--full", "--archives", str(default))
     # The first two compactions wrote elsewhere: named as missing from this directory.
     assert out.returncode == 1 and "is missing from" in out.stdout
@@ -265,7 +264,7 @@ def test_replay_reads_the_segments_and_names_a_missing_one(tmp_path):
     for point, snapshot in before.items():  # 60: compacted; 190: after the cut
         out = cli("replay", *ident, "--until-event", str(point))
         assert out.returncode == 0 and out.stdout == snapshot, out.stderr
-    segment = next(default_archive_dir(url).glob("*.segment.jsonl"))
+    segment = next(default_archive_dir(url).glob("*.segment.jsonl.zst"))
     segment.rename(tmp_path / "elsewhere")
     out = cli("replay", *ident, "--until-event", "190")
     assert out.returncode == 4 and segment.name in out.stderr

@@ -51,6 +51,7 @@ DEPENDENCIES = {
     "matplotlib": Dependency("python3-matplotlib", "matplotlib"),  # `report`
     "tqdm": Dependency("python3-tqdm", "tqdm"),  # `import-bag`'s progress
     "rosbags": Dependency(None, "rosbags"),  # `import-bag`
+    "zstandard": Dependency(None, "zstandard"),  # compressed archive segments
     # backports.zstd (zstd before Python 3.14), a requirement of rosbags itself.
     "backports": Dependency(None, None),
     "scipy": Dependency("python3-scipy", "scipy"),  # the simulation example

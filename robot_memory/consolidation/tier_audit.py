@@ -29,6 +29,7 @@ from typing import Any
 from sqlalchemy import select
 
 from robot_memory.canonical import plain_json_loads
+from robot_memory.event_kinds import SEGMENT_FORGOTTEN
 from robot_memory.retention.compaction import CompactionError
 from robot_memory.consolidation.checkpoint import read_checkpoint
 from robot_memory.consolidation.rules import Rule, RulesConfig, rules_of_store
@@ -212,6 +213,8 @@ def rederive(partition: Partition, config: RulesConfig = RulesConfig(),
                                        config, rules)
         compacted = compactions(ident, conn)
         facts, states = _stored_facts(ident, conn), _stored_states(ident, conn)
+        forgotten = [e.payload.get("segment") for e in partition.events(
+            kinds=[SEGMENT_FORGOTTEN], conn=conn)]
     if not compacted:
         with partition.store.read() as conn:
             rebuilt, plan = _rebuild(partition, config, conn, rules)
@@ -220,6 +223,11 @@ def rederive(partition: Partition, config: RulesConfig = RulesConfig(),
         audit.lines.append(f"semantic tier not re-derived: history up to seq "
                            f"{compacted[-1].until_seq} is in archive segments; give "
                            "--archives DIR to re-derive it")
+        return audit
+    if forgotten:  # on purpose and on the record: that history can no longer be read
+        audit.lines.append(f"semantic tier not re-derived: {len(forgotten)} archive "
+                           f"segment(s) were forgotten on purpose (newest {forgotten[-1]}), "
+                           "so the whole history is no longer there to re-derive it from")
         return audit
     with tempfile.TemporaryDirectory(prefix="robot_memory_verify_") as scratch:
         try:

@@ -215,16 +215,12 @@ def archived_segments(partition: Partition, archive_dir: Path | None) -> list[di
 
 def archived_seq(partition: Partition, archive_dir: Path, event_id: int) -> int | None:
     """The chain position of a compacted event, read from its segment (None: no
-    compaction removed it). CompactionError naming the segment when it is not there."""
+    compaction removed it). CompactionError naming the segment when it is not there or
+    does not match its compaction."""
     c = segment_holding(partition, event_id)
     if c is None:
         return None
-    path = archive_dir / c.segment
-    if not path.exists():
-        raise CompactionError(f"event {event_id} was compacted into segment {c.segment} "
-                              f"(seq {c.from_seq}..{c.until_seq}), missing from {archive_dir}")
-    _, rows, _ = read_segment(path)
-    for row in rows:
+    for row in _segment_rows(archive_dir, c, f"event {event_id}"):
         if row.id == event_id:
             return row.seq
     return None

@@ -13,7 +13,10 @@ Every --sample results it records the live store's bytes, the segments' bytes, a
 (open + boot_check, as the verifier does) and `verify --full`'s re-hash of the live
 chain, and it times every compaction. Beside the live store it keeps an uncompacted one
 fed the same events (and the same compaction events, without removing anything): at
-the end their facts must be byte-equal. Writes bench/results/lifetime.json and .png.
+the end their facts must be byte-equal. At the end it measures the segments' bytes per
+archived result (a result whose chain position a compaction covered), as stored
+(compressed) and as the uncompressed lines they hold. Writes bench/results/lifetime.json
+and .png.
 """
 
 from __future__ import annotations
@@ -26,17 +29,20 @@ from pathlib import Path
 
 from bench.stats import write_result
 from bench.stores import IDENTITY, KeySpace, payload, stamp_ns
+from robot_memory.retention.budget import measure
 from robot_memory.retention.compaction import compact, retention_due
+from robot_memory.retention.segments import is_segment_file
 from robot_memory.consolidation import consolidation_pass, facts_snapshot
 from robot_memory.event_kinds import COMPACTION
 from robot_memory.intake.ingest import Ingest
-from robot_memory.store import MemoryStore, boot_check, verify_chain
+from robot_memory.store import MemoryStore, boot_check, compactions, verify_chain
 from robot_memory.store.size import store_size_bytes
 
 BOOT_GOAL_S = 2.0
 FLAT_GOAL = 1.5  # the last verify --full at most this times the median after retention began
 HISTORY_GOAL = 20  # history at least this many times the retention
 BYTES_GOAL = 2.0  # bytes per stored result at most this times the canonical event
+SEGMENT_BYTES_GOAL = 100  # segment bytes (as stored) per archived result, at most
 # The stores whose bytes per result the goal is about: facts of their key spaces.
 STORE_SHAPES = {"seed_shaped_2_targets": 16, "key_space_1e4_facts": 10_000}
 
@@ -52,8 +58,39 @@ def timed(action):
     return time.perf_counter() - started, value
 
 
+def segment_files(archive: Path) -> list[Path]:
+    return sorted(p for p in archive.glob("*") if is_segment_file(p.name))
+
+
 def segment_bytes(archive: Path) -> int:
-    return sum(p.stat().st_size for p in archive.glob("*.segment.jsonl"))
+    return sum(p.stat().st_size for p in segment_files(archive))
+
+
+def uncompressed_segment_bytes(archive: Path) -> int:
+    """The bytes of the lines the segments hold (what an uncompressed segment stores)."""
+    import zstandard
+    total = 0
+    for path in segment_files(archive):
+        if not path.name.endswith(".zst"):
+            total += path.stat().st_size
+            continue
+        with open(path, "rb") as f, zstandard.ZstdDecompressor().stream_reader(f) as reader:
+            while chunk := reader.read(1 << 20):
+                total += len(chunk)
+    return total
+
+
+def archived_results(partition, results: int) -> int:
+    """Results whose chain positions the compactions covered (the rest are after the
+    newest cut, in the live store only)."""
+    with partition.store.read() as conn:
+        found = compactions(partition.identity_hash, conn)
+        if not found:
+            return 0
+        after = conn.exec_driver_sql(
+            "SELECT count(*) FROM events WHERE kind = 'execution_result' AND seq > ?",
+            (found[-1].until_seq,)).scalar()
+    return results - after
 
 
 def canonical_bytes(partition, sample: int = 2000) -> float:
@@ -139,7 +176,8 @@ def run(args: argparse.Namespace) -> dict:
             if last % args.sample == 0 or last == args.results:
                 samples.append(sample(live_url, live, archive, last))
                 print(f"{last:>9} results: live {samples[-1]['live_mb']} MB, segments "
-                      f"{samples[-1]['segments_mb']} MB, boot {samples[-1]['boot_s']} s, "
+                      f"{samples[-1]['segments_mb']} MB, total {samples[-1]['footprint_mb']} "
+                      f"MB, boot {samples[-1]['boot_s']} s, "
                       f"verify --full {samples[-1]['verify_full_s']} s", flush=True)
         ingest.close()
         wall_s = time.perf_counter() - started
@@ -148,6 +186,9 @@ def run(args: argparse.Namespace) -> dict:
         live_results = live.count_events("execution_result")
         canonical = canonical_bytes(live)
         live_bytes = store_size_bytes(live_store)
+        archived = archived_results(live, args.results)
+        segments = {"stored": segment_bytes(archive),
+                    "uncompressed": uncompressed_segment_bytes(archive)}
         for store in (live_store, whole_store):
             store.close()
     shapes = {}
@@ -155,7 +196,7 @@ def run(args: argparse.Namespace) -> dict:
         shapes[name] = store_bytes(facts, args.shape_results, args.step)
         print(f"{name}: {shapes[name]}", flush=True)
     return summarize(args, samples, compactions, facts_equal, live_results, canonical,
-                     live_bytes, wall_s, shapes)
+                     live_bytes, wall_s, shapes, archived, segments)
 
 
 def sample(url: str, live, archive: Path, results: int) -> dict:
@@ -176,19 +217,23 @@ def sample(url: str, live, archive: Path, results: int) -> dict:
     return {"results": results, "live_mb": round(store_size_bytes(live.store) / 2**20, 2),
             "live_used_mb": round(used / 2**20, 2),
             "segments_mb": round(segment_bytes(archive) / 2**20, 2),
+            # Everything the disk budget counts (retention/budget.py): store files and
+            # segments.
+            "footprint_mb": round(measure(live, archive).total / 2**20, 2),
             "live_events": live.count_events(), "boot_s": round(boot_s, 3),
             "verify_full_s": round(verify_s, 3), "verify_events": full.events_checked}
 
 
 def summarize(args, samples: list[dict], compactions: list[dict], facts_equal: bool,
               live_results: int, canonical: float, live_bytes: int, wall_s: float,
-              shapes: dict) -> dict:
+              shapes: dict, archived: int, segments: dict) -> dict:
     after = [s for s in samples if s["results"] >= 2 * args.retain] or samples[-1:]
     peak_before = max((s["live_mb"] for s in samples if s["results"] <= 2 * args.retain),
                       default=samples[0]["live_mb"])
     verify_median = statistics.median(s["verify_full_s"] for s in after)
     per_result = live_bytes / max(1, live_results)
     per_1e5 = [c["seconds"] * 100_000 / max(1, c["events"]) for c in compactions]
+    per_archived = segments["stored"] / archived if archived else None
     goals = {
         "live_store_bounded": (args.results >= HISTORY_GOAL * args.retain
                                and max(s["live_mb"] for s in after) <= 1.1 * peak_before),
@@ -201,6 +246,8 @@ def summarize(args, samples: list[dict], compactions: list[dict], facts_equal: b
         # On the issue's two stores, after ingest (as it measured them).
         "bytes_per_result_within_2x_canonical": all(
             shape["after_ingest_over_canonical"] <= BYTES_GOAL for shape in shapes.values()),
+        "segment_bytes_per_archived_result <= 100": (per_archived is not None
+                                                     and per_archived <= SEGMENT_BYTES_GOAL),
     }
     return {"results": args.results, "retain_events": args.retain,
             "compact_every_events": args.every, "facts": args.facts,
@@ -211,6 +258,7 @@ def summarize(args, samples: list[dict], compactions: list[dict], facts_equal: b
                 "max": round(max(per_1e5), 3) if per_1e5 else None},
             "live_mb_peak_until_2x_retention": peak_before,
             "live_mb_max_after": max(s["live_mb"] for s in after),
+            "footprint_mb_last": samples[-1]["footprint_mb"],
             "verify_full_median_after_s": round(verify_median, 3),
             "live_bytes_per_live_result": round(per_result, 1),
             "live_used_bytes_per_live_result": round(
@@ -220,6 +268,11 @@ def summarize(args, samples: list[dict], compactions: list[dict], facts_equal: b
             "bytes_per_result_over_canonical": (round(per_result / canonical, 2)
                                                 if canonical else None),
             "store_bytes": shapes,
+            "archived_results": archived,
+            "segment_bytes_per_archived_result": (round(per_archived, 1)
+                                                  if per_archived is not None else None),
+            "segment_uncompressed_bytes_per_archived_result": (
+                round(segments["uncompressed"] / archived, 1) if archived else None),
             "facts_byte_equal": facts_equal, "wall_s": round(wall_s, 1),
             "goals": goals, "meets_goals": all(goals.values())}
 
@@ -233,6 +286,8 @@ def plot(result: dict, path: Path) -> None:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     top.plot(x, [s["live_mb"] for s in samples], label="live store (MB)")
     top.plot(x, [s["segments_mb"] for s in samples], label="archive segments (MB)")
+    if all("footprint_mb" in s for s in samples):
+        top.plot(x, [s["footprint_mb"] for s in samples], label="total on disk (MB)")
     top.set_ylabel("MB")
     top.legend()
     top.set_title(f"bench.lifetime: retain_events {result['retain_events']}")

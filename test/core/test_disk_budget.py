@@ -188,8 +188,8 @@ def service_on(partition, tmp_path, archive, **settings):
     return service, lines
 
 
-def test_learning_pauses_with_a_diagnosis_when_unshipped_segments_must_stay(archived,
-                                                                           tmp_path):
+def test_learning_pauses_with_a_diagnosis_when_unshipped_segments_must_stay(
+        archived, tmp_path):
     partition, archive, _ = archived
     ship(partition, 0)
     segs = segments_of(partition)

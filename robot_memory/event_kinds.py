@@ -12,3 +12,4 @@ IMPORT = "import"  # a rosbag2 import: the bag's content hash, selection and cou
 SCHEMA_MIGRATION = "schema_migration"  # the store's schema was upgraded (columns added)
 COMPACTION = "compaction"  # a range archived to a segment file and removed from the store
 SEGMENT_FORGOTTEN = "segment_forgotten"  # an archive segment deleted on purpose (forgetting)
+SEGMENT_SHIPPED = "segment_shipped"  # a sealed segment confirmed in the fleet store (a receipt)

@@ -37,8 +37,10 @@ from robot_memory.consolidation.rules import STATUS_ACTIVE, RulesConfig
 from robot_memory.operation.heap import WORTH_RELEASING_MB, release_freed_memory
 from robot_memory.operation.log_throttle import LogThrottle
 from robot_memory.retention.compaction import compact, default_archive_dir, retention_due
+from robot_memory.retention.destinations import destination_from_url, without_password
 from robot_memory.retention.growth import OK as GROWTH_OK
 from robot_memory.retention.growth import GrowthGuard
+from robot_memory.retention.shipping import Shipper
 from robot_memory.store import FactRow, Partition
 from robot_memory.store.size import MB, store_size_bytes, write_ahead_log_bytes
 
@@ -111,7 +113,7 @@ class ConsolidationService:
 
     def __init__(self, config: RulesConfig, *, archive_dir: Path, growth_limit_mb: float = 0.0,
                  retain_events: int = 0, compact_every_events: int = 0,
-                 pass_after_new_events: int = 0,
+                 pass_after_new_events: int = 0, shipper: Shipper | None = None,
                  publish: Callable[[FactsUpdate], None] = lambda update: None,
                  log: Log = _default_log, now_ns: Callable[[], int] = time.time_ns):
         self.config = config
@@ -120,6 +122,7 @@ class ConsolidationService:
         self.retain_events = retain_events
         self.compact_every_events = compact_every_events
         self.pass_after_new_events = pass_after_new_events
+        self.shipper = shipper  # None: no fleet store configured
         self._publish = publish
         self._log = log
         self._now_ns = now_ns
@@ -145,11 +148,19 @@ class ConsolidationService:
         segments go to archive_dir, or beside the database (default_archive_dir)."""
         archive_dir = Path(params["archive_dir"]) if params["archive_dir"] \
             else default_archive_dir(params["database_url"])
+        shipper = None
+        if params.get("fleet_store_url"):
+            url = params["fleet_store_url"]
+            shipper = Shipper(destination_from_url(url), archive_dir,
+                              backoff_cap_s=params["fleet_backoff_cap_s"],
+                              time_limit_s=params["fleet_ship_time_limit_s"],
+                              seed=without_password(url))  # robots' retries spread apart
         return cls(RulesConfig.from_settings(dict(params)), archive_dir=archive_dir,
                    growth_limit_mb=params["growth_limit_mb"],
                    retain_events=params["retain_events"],
                    compact_every_events=params["compact_every_events"],
-                   pass_after_new_events=params["pass_after_new_events"], **kwargs)
+                   pass_after_new_events=params["pass_after_new_events"], shipper=shipper,
+                   **kwargs)
 
     # -- the partition: attached on configure, detached on cleanup --------------------
     def attach(self, partition: Partition) -> list[FactRow]:
@@ -231,6 +242,7 @@ class ConsolidationService:
             return None
         if apply:
             self._compact_if_due()
+            self._ship_if_due()
         if apply and self.guard.state(self.store_size) != GROWTH_OK:
             self.counts.paused_passes += 1
             self.last_error = self.guard.describe(self.store_size)
@@ -299,6 +311,30 @@ class ConsolidationService:
             self.counts.compactions += 1
             self._log("info", report.describe())
             self.store_size = store_size_bytes(self.partition.store)
+
+    def _ship_if_due(self) -> None:
+        """Ship the segments without a receipt to the fleet store, unless a failed round's
+        backoff has not passed: a round is bounded by its time limit, and a failure only
+        delays the next round (the pass runs either way)."""
+        if self.shipper is None:
+            return
+        shipped = self.shipper.run(self.partition, self._now_ns)
+        if shipped is None:
+            return
+        for receipt in shipped.shipped:
+            self._log("info", f"segment {receipt.segment} shipped to {receipt.destination} "
+                              f"({receipt.size_bytes} bytes, SHA-256 confirmed; receipt seq "
+                              f"{receipt.seq})")
+        if shipped.error:
+            self._log_repeated("shipping", "warning",
+                               f"shipping to the fleet store failed: {shipped.error}; "
+                               f"{shipped.pending} segment(s) pending, retry in "
+                               f"{self.shipper.retry_in_s():.0f} s")
+
+    def close(self) -> None:
+        """Let go of the fleet store's connections (the node's shutdown)."""
+        if self.shipper is not None:
+            self.shipper.destination.close()
 
     def _checkpoint_log(self) -> None:
         """Fold what the pass wrote back into the database file, now that its facts are
@@ -380,6 +416,8 @@ class ConsolidationService:
                   "compactions": counts.compactions, "archive_dir": str(self.archive_dir),
                   "store_size_mb": round(self.store_size / MB, 3),
                   "ill_shaped_operator_facts": len(self.ill_shaped)}
+        if self.shipper is not None:
+            values.update(self.shipper.diagnostic_values())
         values.update({f"ill_shaped.event_{s.event_id}": f"{s.kind} [{s.key}] {s.problem}"
                        for s in self.ill_shaped})
         if report is not None:
@@ -404,6 +442,10 @@ class ConsolidationService:
             return ERROR, f"last pass failed: {self.last_error}"
         if self.compaction_error:
             return ERROR, f"{self.compaction_error} (the live store is unchanged)"
+        if self.shipper is not None and self.shipper.last_error:
+            return WARN, (f"shipping to the fleet store failing: {self.shipper.pending} "
+                          f"segment(s) pending, retry in {self.shipper.retry_in_s():.0f} s "
+                          "(nothing unshipped is pruned; see shipping_last_error)")
         if self.frozen:
             return WARN, "consolidation FROZEN by an operator (override unfreeze)"
         if self.ill_shaped:

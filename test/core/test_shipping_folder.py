@@ -97,7 +97,8 @@ def test_a_damaged_or_partial_copy_in_the_folder_is_not_taken_for_shipped(tmp_pa
     c2 = pending_segments(partition2)[0]
     path = tmp_path / "second" / "segments" / c2.segment
     path.write_bytes(path.read_bytes().replace(b"slipped", b"SLIPPED", 1))
-    shipper = Shipper(destination, tmp_path / "second" / "segments", backoff_cap_s=2,
+    shipper = Shipper(FolderDestination(tmp_path / "fleet2"), tmp_path / "second" / "segments",
+                      backoff_cap_s=2,
                       time_limit_s=60, clock=lambda: 100.0)
     failed = shipper.run(partition2, lambda: 8)
     assert failed.shipped == [] and failed.pending == 1

@@ -19,7 +19,7 @@ import os
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from sqlalchemy import create_engine, make_url
+from sqlalchemy import URL, create_engine, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from robot_memory.errors import StoreFailure
@@ -81,7 +81,10 @@ def destination_from_url(where: str) -> SegmentDestination:
 def without_password(url: str) -> str:
     """The URL with any password left out (not masked: nothing of it is shown)."""
     try:
-        return make_url(url).set(password=None).render_as_string(hide_password=False)
+        parsed = make_url(url)
+        # URL.set(password=None) keeps the password (None means "unchanged" there).
+        return URL.create(parsed.drivername, parsed.username, None, parsed.host, parsed.port,
+                          parsed.database, parsed.query).render_as_string(hide_password=False)
     except Exception:  # not a URL SQLAlchemy reads: show only its scheme
         return url.split("://", 1)[0] + "://(unreadable URL)"
 
@@ -105,12 +108,13 @@ class FleetStoreDestination(SegmentDestination):
     """Segments as rows of the fleet's PostgreSQL (schema 7's fleet_segments), written and
     read as the login role in the URL."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, chunk_bytes: int = CHUNK_BYTES):
         parsed = make_url(url)
         if not parsed.drivername.startswith("postgresql"):
             raise ShippingError(f"fleet store {without_password(url)}: a PostgreSQL URL "
                                 "(postgresql+psycopg://ROLE@HOST/DB) or a folder is needed")
         self._secret = parsed.password
+        self.chunk_bytes = chunk_bytes
         self.where = without_password(url)
         self.engine = create_engine(url, pool_pre_ping=True,
                                     connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
@@ -125,7 +129,7 @@ class FleetStoreDestination(SegmentDestination):
         try:
             with self.engine.begin() as conn, open(path, "rb") as f:
                 insert_upload(conn, identity_hash, segment, sha256,
-                              iter(lambda: f.read(CHUNK_BYTES), b""), stamp_ns)
+                              iter(lambda: f.read(self.chunk_bytes), b""), stamp_ns)
         except UploadMismatch as exc:
             raise ShippingError(f"{exc} ({self.where}; rolled back)") from None
         except (SQLAlchemyError, OSError) as exc:

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, insert, select, text
 
+from robot_memory.errors import StoreFailure
 from robot_memory.store.schema import fleet_segment_chunks, fleet_segments
 
 
-class UploadMismatch(ValueError):
+class UploadMismatch(StoreFailure):
     """The bytes a transaction stored do not hash to the SHA-256 they were sent under."""
 
 

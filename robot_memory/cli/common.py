@@ -127,7 +127,7 @@ def segments_with_fleet(args, store, identities: list[str], local_dir: Path | No
         return
     from robot_memory.retention.destinations import destination_from_url
     from robot_memory.retention.fleet_history import gather_segments
-    destination = destination_from_url(args.fleet)
+    destination = destination_from_url(args.fleet, "--fleet")
     try:
         with tempfile.TemporaryDirectory(prefix="robot_memory_fleet_") as scratch:
             for identity in identities:

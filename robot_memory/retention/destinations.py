@@ -71,11 +71,20 @@ def is_folder(where: str) -> bool:
     return where.startswith("file://") or where.startswith("/")
 
 
-def destination_from_url(where: str) -> SegmentDestination:
-    """A SQLAlchemy PostgreSQL URL, or a folder (`file:///mnt/fleet` or an absolute path)."""
+def destination_from_url(where: str, what: str = "fleet_store_url") -> SegmentDestination:
+    """A SQLAlchemy PostgreSQL URL, or a folder (`file:///mnt/fleet` or an absolute path);
+    ShippingError naming `what` (the parameter or option) for anything else."""
     if is_folder(where):
         return FolderDestination(Path(where.removeprefix("file://")))
-    return FleetStoreDestination(where)
+    try:
+        return FleetStoreDestination(where)
+    except ShippingError as exc:
+        raise ShippingError(what, "bad_fleet_store", exc.detail) from None
+    except Exception as exc:  # not a URL, or no driver for it
+        raise ShippingError(what, "bad_fleet_store",
+                            f"{without_password(where)} is neither a PostgreSQL URL "
+                            "(postgresql+psycopg://ROLE@HOST/DB) nor a folder "
+                            f"(file:///PATH or /PATH): {error_text(exc)}") from None
 
 
 def without_password(url: str) -> str:
@@ -85,8 +94,8 @@ def without_password(url: str) -> str:
         # URL.set(password=None) keeps the password (None means "unchanged" there).
         return URL.create(parsed.drivername, parsed.username, None, parsed.host, parsed.port,
                           parsed.database, parsed.query).render_as_string(hide_password=False)
-    except Exception:  # not a URL SQLAlchemy reads: show only its scheme
-        return url.split("://", 1)[0] + "://(unreadable URL)"
+    except Exception:  # not a URL SQLAlchemy reads: nothing of it is shown
+        return "(a text that is not a URL)"
 
 
 def error_text(exc: BaseException, secret: str | None = None) -> str:

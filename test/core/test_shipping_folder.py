@@ -10,7 +10,10 @@ from robot_memory.consolidation import consolidation_pass
 from robot_memory.event_kinds import SEGMENT_SHIPPED
 from robot_memory.retention.archives import verify_archives
 from robot_memory.retention.compaction import compact, compactable_until
-from robot_memory.retention.destinations import FolderDestination, destination_from_url
+import pytest
+
+from robot_memory.retention.destinations import (FolderDestination, ShippingError,
+                                                 destination_from_url)
 from robot_memory.retention.fleet_history import gather_segments
 from robot_memory.retention.shipping import (Shipper, pending_segments, receipts,
                                              shipped_segments)
@@ -123,3 +126,12 @@ def test_backoff_doubles_up_to_its_cap():
                     time_limit_s=1, seed="robot_a")
     again.failures = 1
     assert again.backoff_s() == waits[0]  # seeded: the same robot, the same jitter
+
+
+@pytest.mark.parametrize("url", ["mysql://robot:hunter2@db/fleet", "not a url :hunter2@",
+                                 "relative/folder"])
+def test_a_fleet_store_url_that_is_neither_postgresql_nor_a_folder_is_refused(url):
+    with pytest.raises(ShippingError) as refused:
+        destination_from_url(url)
+    assert refused.value.field == "fleet_store_url"
+    assert "hunter2" not in str(refused.value)

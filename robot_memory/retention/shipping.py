@@ -144,8 +144,13 @@ class Shipper:
         return base * (0.5 + 0.5 * self._jitter.random())
 
     def run(self, partition: Partition, now_ns: Callable[[], int]) -> ShippingRound | None:
-        """One round, if due (None: waiting for the backoff to pass)."""
+        """One round, if due (None: waiting for the backoff to pass; what waits is
+        counted still, for /diagnostics)."""
         if not self.due():
+            try:
+                self.pending = len(pending_segments(partition))
+            except Exception:  # the store away: the count stays as it was
+                pass
             return None
         result = ShippingRound()
         started, pending = self._clock(), None

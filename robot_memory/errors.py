@@ -28,6 +28,8 @@ reads). `str(error)` is the one line the command line prints.
     │   ├── store.StoreError                      (bad URL, no driver, no server, schema)
     │   ├── intake.ingest.StoreWriteFailed        (an acknowledged write's transaction failed)
     │   ├── retention.compaction.CompactionError  a compaction refused; a segment it needs missing
+    │   ├── retention.destinations.ShippingError  a segment not shipped, confirmed or fetched
+    │   ├── store.fleet_segments.UploadMismatch   an upload whose stored bytes do not hash
     │   ├── StoreLocked                   exit 5  another connection holds the lock
     │   └── StoreIntegrityError           exit 6  the file or a chain cannot be trusted
     │       ├── store.integrity.StoreCorrupted

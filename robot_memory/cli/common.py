@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import argparse
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from robot_memory.errors import (UsageError, from_foreign)
 
@@ -110,6 +113,31 @@ def time_ns_of(text: str, flag: str) -> int:
 def archive_dir_from_args(args) -> Path:
     from robot_memory.retention.compaction import default_archive_dir
     return Path(args.archive_dir) if args.archive_dir else default_archive_dir(args.db)
+
+
+@contextmanager
+def segments_with_fleet(args, store, identities: list[str], local_dir: Path | None,
+                        out: TextIO) -> Iterator[Path | None]:
+    """`local_dir` when no --fleet is given; else a scratch folder holding every segment
+    of these identities' compactions: the robot's own where intact, the rest fetched
+    from the fleet store (checked against the chain), each identity's tally said on
+    `out`. The folder is removed on exit."""
+    if not getattr(args, "fleet", None):
+        yield local_dir
+        return
+    from robot_memory.retention.destinations import destination_from_url
+    from robot_memory.retention.fleet_history import gather_segments
+    destination = destination_from_url(args.fleet, "--fleet")
+    try:
+        with tempfile.TemporaryDirectory(prefix="robot_memory_fleet_") as scratch:
+            for identity in identities:
+                gathered = gather_segments(store.partition(identity),
+                                           local_dir or Path(scratch) / "none",
+                                           destination, Path(scratch))
+                print(f"{gathered.describe()} ({destination.describe()})", file=out)
+            yield Path(scratch)
+    finally:
+        destination.close()
 
 
 def check_url(url: str) -> None:

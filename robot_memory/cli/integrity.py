@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
 from robot_memory.cli.common import (CommandError, archive_dir_from_args, identity_from_args,
-                                     partition_from_args, rules_config_from_args, time_ns_of)
+                                     partition_from_args, rules_config_from_args,
+                                     segments_with_fleet, time_ns_of)
 from robot_memory.errors import StoreIntegrityError
 
 
@@ -23,18 +25,41 @@ def cmd_verify(args) -> int:
     for line in verdict.lines:
         print(line)
     ok = verdict.ok
-    if verdict.open_error is None:
-        ok = _audit_tiers(args, verdict) and ok
     if args.witness:
         ok = _verify_witness(args, identity) and ok
-    if args.archives:
-        ok = _verify_archives(args, identity) and ok
+    if verdict.open_error is None or args.archives or args.fleet:
+        ok = _with_archives(args, identity, verdict) and ok
+    return _conclude(args, ok)
+
+
+def _with_archives(args, identity: str | None, verdict) -> bool:
+    """The tier audit and the archive check, over the segments in --archives, or with
+    --fleet over those plus the fleet store's copies of the ones not there."""
+    from robot_memory.retention.compaction import default_archive_dir
+    from robot_memory.store import MemoryStore
+    local = Path(args.archives) if args.archives else (
+        default_archive_dir(args.db) if args.fleet else None)
+    if local is None:
+        return _audit_tiers(args, verdict, None)
+    store = MemoryStore(args.db)
+    try:
+        identities = [identity] if identity else store.identities()
+        with segments_with_fleet(args, store, identities, local, sys.stdout) as archives:
+            ok = verdict.open_error is not None or _audit_tiers(args, verdict, archives)
+            if archives is not None:
+                ok = _verify_archives(store, identities, archives) and ok
+    finally:
+        store.close()
+    return ok
+
+
+def _conclude(args, ok: bool) -> int:
     print(("store verified" if ok else "STORE CORRUPTED") +
           (" (full check)" if args.full else " (boot check; --full re-hashes every event)"))
     return 0 if ok else 1
 
 
-def _audit_tiers(args, verdict) -> bool:
+def _audit_tiers(args, verdict, archives: Path | None) -> bool:
     """Name the first fact or state that differs from its digest (with --full: rebuild
     the whole tier from the log and compare every row)."""
     from robot_memory.store import MemoryStore
@@ -43,7 +68,6 @@ def _audit_tiers(args, verdict) -> bool:
     if not (args.full and verdict.tiers) and not differing:
         return True
     config = rules_config_from_args(args)
-    archives = Path(args.archives) if args.archives else None
     store = MemoryStore(args.db)
     try:
         ok = True
@@ -58,19 +82,14 @@ def _audit_tiers(args, verdict) -> bool:
     return ok
 
 
-def _verify_archives(args, identity: str | None) -> bool:
+def _verify_archives(store, identities: list[str], archives: Path) -> bool:
     """Every segment the compactions wrote re-hashes to what they recorded."""
     from robot_memory.retention.archives import verify_archives
-    from robot_memory.store import MemoryStore
-    store = MemoryStore(args.db)
-    try:
-        ok = True
-        for ident in [identity] if identity else store.identities():
-            report = verify_archives(store.partition(ident), Path(args.archives))
-            print(report.describe())
-            ok = ok and report.ok
-    finally:
-        store.close()
+    ok = True
+    for ident in identities:
+        report = verify_archives(store.partition(ident), archives)
+        print(report.describe())
+        ok = ok and report.ok
     return ok
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from robot_memory.canonical import canonical_json
 from robot_memory.cli.common import (CommandError, archive_dir_from_args, partition_from_args,
-                                     rules_config_from_args, stamp_ns_of)
+                                     rules_config_from_args, segments_with_fleet, stamp_ns_of)
 from robot_memory.errors import InputError
 
 
@@ -61,28 +61,35 @@ def _until(args) -> dict[str, int]:
 
 
 def cmd_replay(args) -> int:
-    from robot_memory.consolidation import replay_snapshot
     partition = partition_from_args(args)
-    until = _until(args)
-    until_seq = None
-    if "until_event_id" in until:
-        from robot_memory.retention.archives import archived_seq
-        event = partition.event_by_id(until["until_event_id"])
-        until_seq = event.seq if event is not None else \
-            archived_seq(partition, archive_dir_from_args(args), until["until_event_id"])
-        if until_seq is None:
-            raise InputError("--until-event", "no_such_event",
-                             f"no event {until['until_event_id']} in this identity's log")
-    with _history_for_replay(args, partition, until_seq) as history:
-        snapshot = replay_snapshot(history, rules_config_from_args(args), until_seq=until_seq,
-                                   until_stamp_ns=until.get("until_stamp_ns"))
-        _note_ill_shaped(history, until_seq)
+    with segments_with_fleet(args, partition.store, [partition.identity_hash],
+                             archive_dir_from_args(args), sys.stderr) as archive_dir:
+        snapshot = _replay(args, partition, archive_dir)
     if args.out:
         Path(args.out).write_text(snapshot + "\n", encoding="utf-8")
         print(f"replayed facts written to {args.out}")
     else:
         print(snapshot)
     return 0
+
+
+def _replay(args, partition, archive_dir: Path) -> str:
+    from robot_memory.consolidation import replay_snapshot
+    until = _until(args)
+    until_seq = None
+    if "until_event_id" in until:
+        from robot_memory.retention.archives import archived_seq
+        event = partition.event_by_id(until["until_event_id"])
+        until_seq = event.seq if event is not None else \
+            archived_seq(partition, archive_dir, until["until_event_id"])
+        if until_seq is None:
+            raise InputError("--until-event", "no_such_event",
+                             f"no event {until['until_event_id']} in this identity's log")
+    with _history_for_replay(archive_dir, partition, until_seq) as history:
+        snapshot = replay_snapshot(history, rules_config_from_args(args), until_seq=until_seq,
+                                   until_stamp_ns=until.get("until_stamp_ns"))
+        _note_ill_shaped(history, until_seq)
+    return snapshot
 
 
 def _note_ill_shaped(partition, until_seq: int | None) -> None:
@@ -95,7 +102,7 @@ def _note_ill_shaped(partition, until_seq: int | None) -> None:
 
 
 @contextmanager
-def _history_for_replay(args, partition, until_seq):
+def _history_for_replay(archive_dir: Path, partition, until_seq):
     """The partition itself, or, once compactions moved history into segments, the whole
     history rebuilt from them in a scratch store (the live store is not touched)."""
     from robot_memory.retention.archives import whole_history
@@ -106,7 +113,7 @@ def _history_for_replay(args, partition, until_seq):
         yield partition
         return
     with tempfile.TemporaryDirectory(prefix="robot_memory_replay_") as scratch:
-        history = whole_history(partition, archive_dir_from_args(args),
+        history = whole_history(partition, archive_dir,
                                 f"sqlite:///{scratch}/h.db", until_seq)
         try:
             yield history
@@ -163,7 +170,9 @@ def cmd_explain(args) -> int:
     from robot_memory.grounding.explain import explain_fact, format_explanation
     partition = partition_from_args(args)
     fact = _find_fact(partition, args.fact)
-    explanation = explain_fact(partition, fact, archive_dir_from_args(args))
+    with segments_with_fleet(args, partition.store, [partition.identity_hash],
+                             archive_dir_from_args(args), sys.stderr) as archive_dir:
+        explanation = explain_fact(partition, fact, archive_dir)
     print(canonical_json(explanation) if args.json else format_explanation(explanation))
     return 0
 

@@ -34,6 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"archive segments: {what} (default: beside a SQLite database, "
                             "DB.segments)")
 
+    def with_fleet(p, what: str):
+        p.add_argument("--fleet", metavar="URL",
+                       help=f"the fleet store segments were shipped to (the consolidator's "
+                            f"fleet_store_url: postgresql+psycopg://ROLE@HOST/DB, password "
+                            f"from ~/.pgpass or PGPASSWORD, or a folder): {what}")
+
     def with_rule_params(p):
         p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="a consolidator parameter, e.g. half_life_s=3600 (repeatable)")
@@ -72,11 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="write the snapshot here instead of stdout")
     with_rule_params(p)
     with_archive_dir(p, "history that compactions moved there is read from them")
+    with_fleet(p, "segments not in the archive folder are read from there")
     p.set_defaults(func=cmd_replay)
 
     p = with_store(verbs.add_parser("explain", help="why does the robot think this?"))
     p.add_argument("fact", metavar="FACT", help="fact id, or KIND|KEY")
     with_archive_dir(p, "compacted history, read when all are there")
+    with_fleet(p, "segments not in the archive folder are read from there")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_explain)
 
@@ -122,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--archives", metavar="DIR",
                    help="also re-hash the history compactions moved to the segments in DIR "
                         "(with --full, the semantic tier is re-derived from it too)")
+    with_fleet(p, "the segments not in --archives DIR (default: beside a SQLite database) "
+                  "are fetched from there and re-hashed too")
     with_rule_params(p)
     p.set_defaults(func=cmd_verify)
 

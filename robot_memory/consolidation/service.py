@@ -39,8 +39,10 @@ from robot_memory.operation.log_throttle import LogThrottle
 from robot_memory.retention.budget import PARTS as DISK_PARTS
 from robot_memory.retention.budget import BudgetOutcome, hold_budget
 from robot_memory.retention.compaction import compact, default_archive_dir, retention_due
+from robot_memory.retention.destinations import destination_from_url, without_password
 from robot_memory.retention.growth import OK as GROWTH_OK
 from robot_memory.retention.growth import GrowthGuard
+from robot_memory.retention.shipping import Shipper
 from robot_memory.store import FactRow, Partition
 from robot_memory.store.size import MB, store_size_bytes, write_ahead_log_bytes
 
@@ -118,6 +120,7 @@ class ConsolidationService:
                  retain_events: int = 0, compact_every_events: int = 0,
                  pass_after_new_events: int = 0, disk_budget_mb: float = 0.0,
                  shipping_configured: bool = False, witness_path: str | Path = "",
+                 shipper: Shipper | None = None,
                  publish: Callable[[FactsUpdate], None] = lambda update: None,
                  log: Log = _default_log, now_ns: Callable[[], int] = time.time_ns):
         self.config = config
@@ -129,8 +132,9 @@ class ConsolidationService:
         self.disk_budget_mb = disk_budget_mb
         # With a fleet store configured, a segment is deleted under the budget only once
         # its shipment's receipt is in the log (retention/budget.py).
-        self.shipping_configured = shipping_configured
+        self.shipping_configured = shipping_configured or shipper is not None
         self.witness_path = witness_path
+        self.shipper = shipper  # None: no fleet store configured
         self._publish = publish
         self._log = log
         self._now_ns = now_ns
@@ -160,6 +164,13 @@ class ConsolidationService:
         fleet store to ship segments to is configured when `fleet_store_url` is set."""
         archive_dir = Path(params["archive_dir"]) if params["archive_dir"] \
             else default_archive_dir(params["database_url"])
+        shipper = None
+        if params.get("fleet_store_url"):
+            url = params["fleet_store_url"]
+            shipper = Shipper(destination_from_url(url), archive_dir,
+                              backoff_cap_s=params["fleet_backoff_cap_s"],
+                              time_limit_s=params["fleet_ship_time_limit_s"],
+                              seed=without_password(url))  # robots' retries spread apart
         return cls(RulesConfig.from_settings(dict(params)), archive_dir=archive_dir,
                    growth_limit_mb=params["growth_limit_mb"],
                    retain_events=params["retain_events"],
@@ -167,7 +178,7 @@ class ConsolidationService:
                    pass_after_new_events=params["pass_after_new_events"],
                    disk_budget_mb=params["disk_budget_mb"],
                    shipping_configured=bool(params.get("fleet_store_url")),
-                   witness_path=params["witness_file"], **kwargs)
+                   witness_path=params["witness_file"], shipper=shipper, **kwargs)
 
     # -- the partition: attached on configure, detached on cleanup --------------------
     def attach(self, partition: Partition) -> list[FactRow]:
@@ -250,6 +261,9 @@ class ConsolidationService:
             return None
         if apply:
             self._compact_if_due()
+            # Shipped before the budget is held: a receipt makes its segment the first
+            # the budget may forget.
+            self._ship_if_due()
             if not self._hold_budget():
                 self.counts.paused_passes += 1
                 self.counts.budget_paused_passes += 1
@@ -350,6 +364,30 @@ class ConsolidationService:
             self.store_size = store_size_bytes(self.partition.store)
         return self.budget.held
 
+    def _ship_if_due(self) -> None:
+        """Ship the segments without a receipt to the fleet store, unless a failed round's
+        backoff has not passed: a round is bounded by its time limit, and a failure only
+        delays the next round (the pass runs either way)."""
+        if self.shipper is None:
+            return
+        shipped = self.shipper.run(self.partition, self._now_ns)
+        if shipped is None:
+            return
+        for receipt in shipped.shipped:
+            self._log("info", f"segment {receipt.segment} shipped to {receipt.destination} "
+                              f"({receipt.size_bytes} bytes, SHA-256 confirmed; receipt seq "
+                              f"{receipt.seq})")
+        if shipped.error:
+            self._log_repeated("shipping", "warning",
+                               f"shipping to the fleet store failed: {shipped.error}; "
+                               f"{shipped.pending} segment(s) pending, retry in "
+                               f"{self.shipper.retry_in_s():.0f} s")
+
+    def close(self) -> None:
+        """Let go of the fleet store's connections (the node's shutdown)."""
+        if self.shipper is not None:
+            self.shipper.destination.close()
+
     def _checkpoint_log(self) -> None:
         """Fold what the pass wrote back into the database file, now that its facts are
         out: SQLite maintenance, kept out of the pass (the store is held open, so neither
@@ -434,6 +472,8 @@ class ConsolidationService:
                   "disk_budget_paused_passes": counts.budget_paused_passes,
                   "segments_forgotten_by_budget": counts.forgotten_by_budget}
         values.update(self._disk_values())
+        if self.shipper is not None:
+            values.update(self.shipper.diagnostic_values())
         values.update({f"ill_shaped.event_{s.event_id}": f"{s.kind} [{s.key}] {s.problem}"
                        for s in self.ill_shaped})
         if report is not None:
@@ -478,6 +518,10 @@ class ConsolidationService:
             return ERROR, f"{self.compaction_error} (the live store is unchanged)"
         if self.budget_error:
             return ERROR, f"{self.budget_error} (passes go on; checked again each pass)"
+        if self.shipper is not None and self.shipper.last_error:
+            return WARN, (f"shipping to the fleet store failing: {self.shipper.pending} "
+                          f"segment(s) pending, retry in {self.shipper.retry_in_s():.0f} s "
+                          "(nothing unshipped is pruned; see shipping_last_error)")
         if self.frozen:
             return WARN, "consolidation FROZEN by an operator (override unfreeze)"
         if self.ill_shaped:

@@ -98,6 +98,7 @@ class Consolidator(ManagedMemoryNode):
 
     def release(self) -> None:
         self.service.detach()
+        self.service.close()  # the fleet store's connections, if shipping
         partition, self.partition = self.partition, None
         self._snapshot.replace_all(())
         if partition is not None:

@@ -18,6 +18,8 @@ store is not touched) and after, and the upgrade is logged in each chain as a
         cannot change a column's type, copies the events into a new table to do it).
 5 -> 6: request_ids, the acknowledged requests (empty: no older store kept any; opening
         the store created it, as it creates any missing table).
+6 -> 7: fleet_segments and fleet_segment_chunks, the segments robots ship to this store
+        as their fleet store (empty).
 A store of any older version goes to the current one in one step.
 """
 
@@ -35,13 +37,14 @@ from robot_memory.store.guards import install_append_only_guards
 from robot_memory.store.log import NewEvent
 from robot_memory.store.roles import ROBOT_ROLES_TABLE, security_statements
 from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, chain_heads, chains, events,
-                                       request_ids, result_facets, result_rollup, result_values,
-                                       store_info, value_rollup)
+                                       fleet_segment_chunks, fleet_segments, request_ids,
+                                       result_facets, result_rollup, result_values, store_info,
+                                       value_rollup)
 from robot_memory.store.version import (SCHEMA_LOCK_KEY, StoreError, record_rollup_shape,
                                         schema_version)
 
 # Schema versions this code can open: older ones are migrated (migrate_store).
-MIGRATABLE_VERSIONS = (1, 2, 3, 4, 5)
+MIGRATABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 
 # Execution results the 1 -> 2 migration back-fills per statement.
 BATCH = 20_000
@@ -97,7 +100,8 @@ def migrate_store(store, stamp_ns: int | None = None) -> MigrationReport:
                                        .order_by(chain_heads.c.identity_hash)).scalars())
         if version < 5:
             _to_schema_5(conn, version, identities, store.rollup)
-        request_ids.create(conn, checkfirst=True)
+        for table in (request_ids, fleet_segments, fleet_segment_chunks):
+            table.create(conn, checkfirst=True)
         for identity in identities:
             report.results_indexed[identity] = (
                 _backfill(conn, identity) if version == 1 else _results_indexed(conn, identity))

@@ -64,6 +64,10 @@ RUNTIME_PRIVILEGES = {
     # The acknowledged requests (schema 6): recorded with their event, never changed;
     # removed only with their event, by a compaction.
     "request_ids": "SELECT, INSERT, DELETE",
+    # Sealed segments shipped to the fleet store (schema 7): a robot adds uploads and
+    # reads its own back, never changes or removes one.
+    "fleet_segments": "SELECT, INSERT",
+    "fleet_segment_chunks": "SELECT, INSERT",
 }
 DERIVED_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
 

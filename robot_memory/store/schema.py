@@ -17,7 +17,8 @@ from sqlalchemy import (BigInteger, Column, Float, Index, Integer, LargeBinary, 
 #    64-character identity hash; the events' kind index leaves execution results out;
 #    their hashes stored as 32 bytes (Digest), not 64 hex digits.
 # 6: request_ids (the acknowledged requests a retry is answered from).
-SCHEMA_VERSION = 6
+# 7: fleet_segments and fleet_segment_chunks (sealed segments shipped to a fleet store).
+SCHEMA_VERSION = 7
 GENESIS_HASH = "0" * 64
 
 metadata = MetaData()
@@ -274,6 +275,34 @@ request_ids = Table(
 )
 # A compaction removes the ids of the events it removes, by event id.
 Index("ix_request_ids_identity_event", request_ids.c.identity_hash, request_ids.c.event_id)
+
+# Sealed archive segments shipped to this store as a robot's fleet store (schema 7;
+# robot_memory/store/fleet_segments.py, robot_memory/retention/shipping.py): one row per
+# upload, its bytes in chunks beside it. Both carry the identity, so row-level security
+# lets a robot's role insert and read its own uploads and none of another robot's. An
+# upload is one transaction; a row whose chunks do not hash to its sha256 is never taken
+# for the segment (the reader re-computes it), so a robot only ever adds rows.
+fleet_segments = Table(
+    "fleet_segments", metadata,
+    Column("upload_id", String(32), primary_key=True),
+    Column("identity_hash", String(64), nullable=False),
+    Column("segment", Text, nullable=False),  # the file name the compaction event records
+    Column("sha256", String(64), nullable=False),  # as the chain's compaction records it
+    Column("size_bytes", BigInteger, nullable=False),
+    Column("chunks", Integer, nullable=False),
+    Column("shipped_at_ns", BigInteger, nullable=False),  # the robot's wall clock
+)
+Index("ix_fleet_segments_identity_segment", fleet_segments.c.identity_hash,
+      fleet_segments.c.segment)
+
+fleet_segment_chunks = Table(
+    "fleet_segment_chunks", metadata,
+    Column("upload_id", String(32), nullable=False),
+    Column("identity_hash", String(64), nullable=False),
+    Column("chunk_no", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("upload_id", "chunk_no", name="fleet_segment_chunks_pkey"),
+)
 
 PARAMETER, OBSERVATION = 0, 1
 COMBO_FIELDS = ("skill_id", "target_class", "environment", "zone", "success",

@@ -9,14 +9,19 @@ from sqlalchemy import text
 
 from robot_memory.store.integrity import sqlite_path
 from robot_memory.store.opening import MemoryStore
-from robot_memory.store.schema import metadata
+from robot_memory.store.schema import fleet_segment_chunks, fleet_segments, metadata
+
+# The segments robots shipped here are the fleet's history, not this store's live part:
+# the growth guard does not count them (they are off every robot by design).
+_NOT_LIVE = {fleet_segments.name, fleet_segment_chunks.name}
 
 MB = 1024 * 1024
 
 
 def store_size_bytes(store: MemoryStore) -> int:
     """SQLite: the database file plus its write-ahead log. PostgreSQL: our tables with
-    their indexes (a fleet database may hold other things)."""
+    their indexes (a fleet database may hold other things), but the segments shipped to
+    it as a fleet store."""
     path = sqlite_path(store.url)
     if path is not None:
         return sum(_size_or_zero(p) for p in (path, path + "-wal"))
@@ -24,7 +29,7 @@ def store_size_bytes(store: MemoryStore) -> int:
         with store.read() as conn:
             return int(sum(conn.execute(text("SELECT pg_total_relation_size(:t)"),
                                         {"t": name}).scalar() or 0
-                           for name in metadata.tables))
+                           for name in metadata.tables if name not in _NOT_LIVE))
     return 0
 
 

@@ -208,6 +208,9 @@ SPECIFIC_ROWS = [
         ("missing.yaml",)),
     Row("import-bundle: no such bundle", ["import-bundle", "{missing}", "--db", "{db}"], INPUT,
         ("missing.yaml",)),
+    Row("verify: --fleet neither PostgreSQL nor a folder",
+        ["verify", *STORE_ARGS, "--fleet", "mysql://r:hunter2@db/x"], STORE,
+        ("--fleet", "mysql://r@db/x", "or a folder is needed")),
     Row("no verb", [], USAGE, ("verb",)),
     Row("unknown verb", ["no-such-verb"], USAGE, ("no-such-verb",)),
 ]

@@ -124,14 +124,20 @@ def rollup_keys(path) -> dict[str, str]:
                 for table in ROLLUPS}
 
 
-# What schema 5 left on disk: no acknowledged requests.
-V5 = ["DROP TABLE request_ids", "UPDATE store_info SET value = '5' WHERE key = 'schema_version'"]
+# What schema 6 left on disk: no fleet segments.
+V6 = ["DROP TABLE fleet_segment_chunks", "DROP TABLE fleet_segments",
+      "UPDATE store_info SET value = '6' WHERE key = 'schema_version'"]
+# What schema 5 left on disk: no acknowledged requests either.
+V5 = V6[:-1] + ["DROP TABLE request_ids",
+                "UPDATE store_info SET value = '5' WHERE key = 'schema_version'"]
 
 
 def older_schema(version: int, dialect: str = "sqlite") -> list[str]:
     """SQL that turns a current store into what `version` left on disk."""
     if version == SCHEMA_VERSION:
         return []
+    if version == 6:
+        return V6
     if version == 5:
         return V5
     v4 = V5[:-1] + v4_index_tables(dialect)
@@ -375,6 +381,29 @@ def test_an_older_store_migrates_on_postgresql(pg_url, version):
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_a_v6_store_gets_the_fleet_segment_tables(tmp_path, request, dialect):
+    """6 -> 7: the events are untouched, the chains verify, and the tables shipped
+    segments go to exist, empty, with the schema 7 migration logged."""
+    url = (f"sqlite:///{tmp_path / 'v6.db'}" if dialect == "sqlite"
+           else request.getfixturevalue("pg_url"))
+    store = MemoryStore(url)
+    store.partition(IDENT).append_many(varied_events(30))
+    store.close()
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        for statement in older_schema(6, dialect):
+            conn.execute(text(statement))
+    engine.dispose()
+    migrated = MemoryStore(url)
+    assert (migrated.migration.from_version, migrated.migration.to_version) == (6, 7)
+    assert verify_chain(migrated.partition(IDENT)).ok
+    with migrated.read() as conn:
+        for table in ("fleet_segments", "fleet_segment_chunks"):
+            assert conn.execute(text(f"SELECT count(*) FROM {table}")).scalar() == 0
+    migrated.close()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
 def test_a_v5_store_gets_the_acknowledged_requests(tmp_path, request, dialect):
     """5 -> 6: the events are untouched, the chains verify, and a retried record_event
     is then stored once (the request ids table exists, empty, and is used)."""
@@ -391,7 +420,8 @@ def test_a_v5_store_gets_the_acknowledged_requests(tmp_path, request, dialect):
         before = conn.execute(text("SELECT id, event_hash FROM events ORDER BY id")).all()
     engine.dispose()
     migrated = MemoryStore(url)
-    assert (migrated.migration.from_version, migrated.migration.to_version) == (5, 6)
+    assert (migrated.migration.from_version, migrated.migration.to_version) == \
+        (5, SCHEMA_VERSION)
     part = migrated.partition(IDENT)
     assert verify_chain(part).ok
     with migrated.read() as conn:

@@ -26,13 +26,18 @@ def cmd_mcp(args) -> int:
     from robot_memory.ros.mcp_tools import StackTools
     rclpy.init(args=[])
     executor = MultiThreadedExecutor(num_threads=2)
+    node = rclpy.create_node("robot_memory_mcp", namespace=args.namespace or "/")
+    spinning = threading.Thread(target=executor.spin, name="mcp_ros", daemon=True)
     try:
-        node = rclpy.create_node("robot_memory_mcp", namespace=args.namespace or "/")
         tools = StackTools(node, timeout_s=args.timeout_s, db_url=args.db)
         executor.add_node(node)
-        threading.Thread(target=executor.spin, name="mcp_ros", daemon=True).start()
+        spinning.start()
         serve(tools, "stdio" if args.transport == "stdio" else "http", args.host, args.port)
     finally:
+        # In this order, so that no rclpy object outlives the context it was made in.
         executor.shutdown()
+        if spinning.is_alive():
+            spinning.join()
+        node.destroy_node()
         rclpy.try_shutdown()
     return 0

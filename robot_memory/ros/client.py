@@ -82,7 +82,7 @@ class GroundingClient:
     @property
     def service_name(self) -> str:
         """The service's resolved name, e.g. /robot/ground."""
-        return self._client.srv_name
+        return self._client.service_name
 
     def service_is_ready(self) -> bool:
         """True once the service is discovered; never waits."""

@@ -99,14 +99,14 @@ class StackTools:
         """(response, None), or (None, the text of why there is none)."""
         if not client.service_is_ready() and \
                 not client.wait_for_service(timeout_sec=self.timeout_s):
-            return None, answers.unavailable(what, f"service {client.srv_name} is not "
-                                             f"available (is the stack running?)")
+            return None, answers.unavailable(what, f"service {client.service_name} is not "
+                                             "available (is the stack running?)")
         future = client.call_async(request)
         done = threading.Event()
         future.add_done_callback(lambda _f: done.set())
         if not done.wait(self.timeout_s):
             future.cancel()
-            return None, answers.unavailable(what, f"no answer from {client.srv_name} within "
+            return None, answers.unavailable(what, f"no answer from {client.service_name} within "
                                              f"{self.timeout_s:g} s")
         return future.result(), None
 
@@ -144,6 +144,9 @@ class StackTools:
             min_confidence=min_confidence, max_results=max_results, intent_id=intent_id,
             allow_analogies=allow_analogies, target_properties=target_properties,
             allow_priors=allow_priors)
+        if result.status == answers.UNAVAILABLE:
+            return answers.unavailable("ground", f"service {self._grounding.service_name} is "
+                                       "not available (is the stack running?)")
         answer = {"status": result.status, "reason_code": result.reason_code,
                   "reason": result.reason, "identity_hash": result.identity_hash,
                   "consultation_id": result.consultation_id,

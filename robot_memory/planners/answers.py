@@ -25,9 +25,36 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+def _band(band: Mapping[str, Any]) -> str:
+    low, high = band.get("q1", band.get("median")), band.get("q3", band.get("median"))
+    return f"{_number(low)}-{_number(high)}"
+
+
+def value_summary(kind: str, value: Any) -> str:
+    """What a planner needs of a fact's value, by kind (fact_schemas.py says what each
+    holds); the whole value as JSON for a kind or a shape it does not know."""
+    try:
+        if kind == "skill_success_rate":
+            return (f"{value['successes']} of {value['n']} successes in this regime, "
+                    f"failures mostly {value['most_common_failure'] or 'none'}")
+        if kind == "interaction_pattern":
+            bands = [f"{name} {_band(band)}"
+                     for name, band in sorted((value.get("failure_parameters") or {}).items())]
+            return (f"fails by {value['failure_reason']} in {value['share_of_failures']:.0%} "
+                    "of failures" + (f" (at {', '.join(bands)})" if bands else ""))
+        if kind == "object_property":
+            return f"{value['property']} = {_number(value['band']['median'])} (median)"
+        if kind == "zone_risk":
+            return f"failure_rate = {value['failure_rate']:.2f} over {value['n']} attempts"
+    except (KeyError, TypeError, AttributeError, ValueError):
+        pass
+    return "value=" + json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
 def fact_line(fact: Mapping[str, Any]) -> str:
     """One fact as one line: kind [key] status, confidence, n, the skill's success rate and
-    recommended parameters where it has them, then its whole value as JSON."""
+    recommended parameters where it has them, what its value says, and its id (for
+    explain_fact)."""
     parts = [f"{fact['kind']} [{fact['key']}] {fact.get('status', 'active')}",
              f"confidence={fact['confidence']:.2f}", f"n={fact['n_observations']}"]
     if fact.get("success_rate") is not None:
@@ -36,11 +63,10 @@ def fact_line(fact: Mapping[str, Any]) -> str:
     if parameters:
         parts.append("recommended " + ", ".join(f"{name}={_number(value)}"
                                                 for name, value in sorted(parameters.items())))
+    if fact.get("value") is not None:
+        parts.append(value_summary(fact["kind"], fact["value"]))
     if fact.get("fact_id"):
         parts.append(f"fact_id={fact['fact_id']}")
-    value = fact.get("value")
-    if value is not None:
-        parts.append("value=" + json.dumps(value, sort_keys=True, separators=(",", ":")))
     return "- " + "; ".join(parts)
 
 

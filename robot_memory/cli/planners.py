@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from robot_memory.cli.common import CommandError
+from robot_memory.cli.common import CommandError, check_url
 
 TRANSPORTS = ("stdio", "http")
 
@@ -20,6 +20,7 @@ def cmd_mcp(args) -> int:
         raise CommandError(f"--timeout-s {args.timeout_s}: must be > 0")
     if not 0 < args.port < 65536:
         raise CommandError(f"--port {args.port}: must be in 1..65535")
+    check_url(args.db)  # read by replay_facts only, but refused now rather than then
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
 

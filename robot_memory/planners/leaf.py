@@ -4,13 +4,14 @@ which answers are a success.
 ros/bt_ground.py's GroundBehaviour writes, under its `key_prefix` (default
 /robot_memory/ground), after every answer or failure to get one:
 
-| key | value |
-|---|---|
-| `status` | OK, ABSTAIN, ANALOGY, PRIOR, IDENTITY_UNVERIFIED, INVALID_REQUEST, UNAVAILABLE or TIMEOUT |
-| `reason_code` | the answer's reason code (no_fact, only_candidates, ..., service_unavailable, timeout); empty with OK |
-| `reason` | the same in words |
-| `recommended_parameters` | the skill fact's recommended parameters by name, e.g. {"force_n": 25.0}; {} when there is none |
-| `consultation_id` | the audit record of the answer; empty when the stack did not answer |
+- `status`: OK, ABSTAIN, ANALOGY, PRIOR, IDENTITY_UNVERIFIED, INVALID_REQUEST,
+  UNAVAILABLE or TIMEOUT;
+- `reason_code`: the answer's reason code (no_fact, ..., service_unavailable, timeout);
+  empty with OK;
+- `reason`: the same in words;
+- `recommended_parameters`: the skill fact's recommended parameters by name, e.g.
+  {"force_n": 25.0}; {} when there is none;
+- `consultation_id`: the audit record of the answer; empty when the stack did not answer.
 
 Only OK is a success by default: ANALOGY and PRIOR are successes only for a leaf built
 to accept them, since they are not this robot's own knowledge of the target.

@@ -19,13 +19,16 @@ import threading
 import time
 from typing import Any
 
+import rclpy
 from rcl_interfaces.srv import GetParameters
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import parameter_value_to_python
 
 from robot_memory.consolidation import RulesConfig
 from robot_memory.msg import IdentityStatus, SemanticFactArray
 from robot_memory.planners import answers
+from robot_memory.planners.mcp_server import serve
 from robot_memory.planners.replay import replay_facts
 from robot_memory.ros.client import GroundingClient
 from robot_memory.ros.qos import FACTS_QOS, IDENTITY_STATUS_QOS
@@ -222,3 +225,26 @@ class StackTools:
             return problem
         return replay_facts(self.db_url, status.computed_hash, status.store_id,
                             until_event_id, until_time_s, settings)
+
+
+def run_server(namespace: str, timeout_s: float, db_url: str, transport: str, host: str,
+               port: int) -> None:
+    """`robot-memory mcp`: one node in `namespace`, spun in a background thread, behind
+    the MCP server until the host closes stdin (stdio) or the process is stopped (http).
+    On stdio, stdout is the protocol's: rclpy logs to stderr."""
+    rclpy.init(args=[])
+    executor = MultiThreadedExecutor(num_threads=2)
+    node = rclpy.create_node("robot_memory_mcp", namespace=namespace or "/")
+    spinning = threading.Thread(target=executor.spin, name="mcp_ros", daemon=True)
+    try:
+        tools = StackTools(node, timeout_s=timeout_s, db_url=db_url)
+        executor.add_node(node)
+        spinning.start()
+        serve(tools, transport, host, port)
+    finally:
+        # In this order, so that no rclpy object outlives the context it was made in.
+        executor.shutdown()
+        if spinning.is_alive():
+            spinning.join()
+        node.destroy_node()
+        rclpy.try_shutdown()

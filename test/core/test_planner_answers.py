@@ -151,8 +151,8 @@ def test_replay_refuses_what_is_not_the_verified_stacks(store, tmp_path):
     assert f"no store at {missing}" in replay_facts(f"sqlite:///{missing}", IDENT, store_id,
                                                     3, 0.0, {})
     assert not missing.exists()  # not created by looking
-    assert "the running stack verified store other" in replay_facts(url, IDENT, "other", 3,
-                                                                     0.0, {})
+    wrong_store = replay_facts(url, IDENT, "other", 3, 0.0, {})
+    assert "the running stack verified store other" in wrong_store
     assert "until_event_id: no event 999" in replay_facts(url, IDENT, store_id, 999, 0.0, {})
 
 

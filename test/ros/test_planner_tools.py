@@ -12,13 +12,18 @@ import contextlib
 import io
 import json
 import os
+import signal
+import socket
+import subprocess
 import sys
 import time
 
 import anyio
+import psutil
 import py_trees
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from conftest import OPERATOR_KEYS, Probe, wait_until
 from robot_memory.cli import main as cli_main
@@ -233,6 +238,44 @@ def test_every_tool_refuses_on_an_unverified_identity(stacks):
     assert facts.startswith("REFUSED: facts: identity MISMATCH"), facts
     assert preview.startswith("REFUSED: no preview: inactive:"), preview
     assert replay.startswith("REFUSED: replay_facts: identity MISMATCH"), replay
+
+
+def free_port() -> int:
+    with socket.socket() as probe_socket:
+        probe_socket.bind(("127.0.0.1", 0))
+        return probe_socket.getsockname()[1]
+
+
+def test_the_http_transport_listens_on_loopback_only(stacks, tmp_path):
+    _, probe = stacks["ok"]
+    port = free_port()
+    log = open(tmp_path / "mcp.log", "wb")
+    server = subprocess.Popen([sys.executable, "-m", "robot_memory.cli", "mcp", "--transport",
+                               "http", "--port", str(port), "--namespace", probe.namespace],
+                              stdout=log, stderr=log)
+    try:
+        listening = wait_until(lambda: [c.laddr for c in psutil.Process(server.pid)
+                                        .net_connections("tcp") if c.status == "LISTEN"],
+                               30, "the server to listen")
+        assert [(a.ip, a.port) for a in listening] == [("127.0.0.1", port)]
+
+        async def ask():
+            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
+                async with ClientSession(read, write) as client:
+                    await client.initialize()
+                    result = await client.call_tool("ground", {
+                        "skill_id": SKILL, "target_class": TARGET, "environment": ENVIRONMENT,
+                        "min_confidence": 0.5})
+                    return result.content[0].text
+        assert anyio.run(ask).startswith("OK: memory holds facts of THIS robot")
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
 
 
 def tick_until_done(tree, timeout_s: float = 15.0):

@@ -35,8 +35,9 @@ def value_summary(kind: str, value: Any) -> str:
     holds); the whole value as JSON for a kind or a shape it does not know."""
     try:
         if kind == "skill_success_rate":
-            return (f"{value['successes']} of {value['n']} successes in this regime, "
-                    f"failures mostly {value['most_common_failure'] or 'none'}")
+            common = value.get("most_common_failure")
+            return (f"{value['successes']} of {value['n']} successes in this regime"
+                    + (f", most common failure {common}" if common else ""))
         if kind == "interaction_pattern":
             bands = [f"{name} {_band(band)}"
                      for name, band in sorted((value.get("failure_parameters") or {}).items())]

@@ -71,7 +71,7 @@ def test_a_fact_line_holds_what_a_planner_needs():
     line = answers.fact_line(CUP)
     assert line == ("- skill_success_rate [manipulation.grasp + glass_cup + sim_relaxed] "
                     "active; confidence=0.76; n=16; success_rate=0.75; recommended "
-                    "force_n=25; 12 of 16 successes in this regime, failures mostly slipped; "
+                    "force_n=25; 12 of 16 successes in this regime, most common failure slipped; "
                     "fact_id=3")
     assert "mass_kg = 0.21 (median)" in answers.fact_line(MASS)
     # A value of a shape the summary does not know is shown whole, not dropped.

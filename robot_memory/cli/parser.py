@@ -12,6 +12,7 @@ from robot_memory.cli.integrity import (cmd_checkpoint, cmd_compact, cmd_forget_
 from robot_memory.cli.knowledge import (cmd_consolidate, cmd_explain, cmd_facts, cmd_override,
                                         cmd_replay)
 from robot_memory.cli.operator import cmd_sign
+from robot_memory.cli.planners import TRANSPORTS, cmd_mcp
 from robot_memory.cli.running import cmd_bringup, cmd_db, cmd_demo, cmd_hash, cmd_migrate
 from robot_memory.errors import EXIT_CODES
 
@@ -291,6 +292,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--one-process", action="store_true",
                    help="run the four nodes in one process (robot_memory_all)")
     p.set_defaults(func=cmd_bringup)
+
+    p = verbs.add_parser("mcp", help="the memory as read-only tools for an LLM planner (an MCP "
+                                     "server, asking the running stack)")
+    p.add_argument("--transport", choices=TRANSPORTS, default="stdio",
+                   help="stdio (the host starts this command) or http (streamable HTTP; "
+                        "default stdio)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="with --transport http: the address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765,
+                   help="with --transport http: the port (default 8765)")
+    p.add_argument("--namespace", default="", help="the stack's namespace (default: root)")
+    p.add_argument("--timeout-s", type=float, default=5.0, metavar="S",
+                   help="how long a tool waits for the stack to be found, and again for its "
+                        "answer (default 5)")
+    p.add_argument("--db", default=DEFAULT_DB,
+                   help="the stack's store, read by replay_facts only, and only when it is "
+                        f"the store the running stack verified (default {DEFAULT_DB})")
+    p.set_defaults(func=cmd_mcp)
 
     p = verbs.add_parser("demo", help="the glass_cup grasp example, end to end")
     p.add_argument("--db", default="", help="store URL (default: a temporary SQLite file)")

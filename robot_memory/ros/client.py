@@ -79,6 +79,15 @@ class GroundingClient:
         self._client = node.create_client(GroundingQuery, service_name)
         self.timeout_s = timeout_s
 
+    @property
+    def service_name(self) -> str:
+        """The service's resolved name, e.g. /robot/ground."""
+        return self._client.service_name
+
+    def service_is_ready(self) -> bool:
+        """True once the service is discovered; never waits."""
+        return self._client.service_is_ready()
+
     def wait_for_service(self, timeout_s: float) -> bool:
         """True once the service is discovered, False after `timeout_s` seconds."""
         return self._client.wait_for_service(timeout_sec=timeout_s)

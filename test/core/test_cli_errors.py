@@ -66,6 +66,7 @@ VERB_BASES: dict[str, tuple[list[str], bool]] = {
     "migrate": (["migrate", "--db", "{db}"], True),
     "compact": (["compact", *STORE_ARGS, "--archive-dir", "{missing}"], True),
     "forget-segment": (["forget-segment", "x.segment.jsonl", *STORE_ARGS, *WHO], True),
+    "mcp": (["mcp", "--db", "{db}"], False),
 }
 TAKES_PARAM = {"consolidate", "replay", "bringup", "export", "report"}
 TAKES_MANIFEST = {verb for verb, (args, _) in VERB_BASES.items() if "{manifest}" in args}
@@ -211,6 +212,10 @@ SPECIFIC_ROWS = [
     Row("verify: --fleet neither PostgreSQL nor a folder",
         ["verify", *STORE_ARGS, "--fleet", "mysql://r:hunter2@db/x"], STORE,
         ("--fleet", "mysql://r@db/x", "or a folder is needed")),
+    Row("mcp: unknown transport", ["mcp", "--transport", "sse"], USAGE,
+        ("--transport", "sse")),
+    Row("mcp: timeout not positive", ["mcp", "--timeout-s", "0"], USAGE, ("--timeout-s", "> 0")),
+    Row("mcp: port out of range", ["mcp", "--port", "70000"], USAGE, ("--port", "70000")),
     Row("no verb", [], USAGE, ("verb",)),
     Row("unknown verb", ["no-such-verb"], USAGE, ("no-such-verb",)),
 ]

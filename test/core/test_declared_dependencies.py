@@ -211,3 +211,18 @@ def test_every_python_key_of_package_xml_is_imported():
 def test_the_readme_and_the_install_page_install_the_same():
     assert pip_line("README.md") == pip_line("docs/install.md")
     assert rosdep_skipped("README.md") == rosdep_skipped("docs/install.md")
+
+
+# Optional modules, imported in a `try` that catches ImportError (so the scan above leaves
+# them out): their pip name, and the page whose pip line installs them.
+OPTIONAL = {"mcp": ("mcp", "docs/planners.md"), "py_trees": ("py_trees", "docs/planners.md")}
+
+
+def test_optional_dependencies_are_pinned_and_installed_by_their_page():
+    pins = pinned()
+    for module, (pip, page) in OPTIONAL.items():
+        assert pip.lower() in pins, f"{module}: {pip} is not pinned in requirements/python.txt"
+        assert pip.lower() in pip_line(page), f"{module}: not in {page}'s pip line"
+    found = third_party_imports()
+    assert not set(OPTIONAL) & (set(found["runtime"]) | set(found["example"])), \
+        "an optional module is imported outside a try that catches ImportError"

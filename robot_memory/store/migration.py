@@ -18,6 +18,8 @@ store is not touched) and after, and the upgrade is logged in each chain as a
         cannot change a column's type, copies the events into a new table to do it).
 5 -> 6: request_ids, the acknowledged requests (empty: no older store kept any; opening
         the store created it, as it creates any missing table).
+6 -> 7: intent_events, the intent index (store/intents.py), back-filled from the stored
+        execution results and consultations that name an intent.
 A store of any older version goes to the current one in one step.
 """
 
@@ -32,16 +34,18 @@ from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
 from robot_memory.store.chain_check import verify_chain
 from robot_memory.store.facets import ComboIds, insert_facets, roll_up_blocks
 from robot_memory.store.guards import install_append_only_guards
+from robot_memory.store.intents import backfill_intents
 from robot_memory.store.log import NewEvent
 from robot_memory.store.roles import ROBOT_ROLES_TABLE, security_statements
 from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, chain_heads, chains, events,
-                                       request_ids, result_facets, result_rollup, result_values,
-                                       store_info, value_rollup)
+                                       intent_events, request_ids, result_facets,
+                                       result_rollup, result_values, store_info,
+                                       value_rollup)
 from robot_memory.store.version import (SCHEMA_LOCK_KEY, StoreError, record_rollup_shape,
                                         schema_version)
 
 # Schema versions this code can open: older ones are migrated (migrate_store).
-MIGRATABLE_VERSIONS = (1, 2, 3, 4, 5)
+MIGRATABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 
 # Execution results the 1 -> 2 migration back-fills per statement.
 BATCH = 20_000
@@ -52,6 +56,7 @@ class MigrationReport:
     from_version: int
     to_version: int = SCHEMA_VERSION
     results_indexed: dict[str, int] = field(default_factory=dict)  # identity -> results
+    intents_indexed: dict[str, int] = field(default_factory=dict)  # identity -> events
     events_verified_before: int = 0
     events_verified_after: int = 0
     migration_event_ids: list[int] = field(default_factory=list)
@@ -98,11 +103,14 @@ def migrate_store(store, stamp_ns: int | None = None) -> MigrationReport:
         if version < 5:
             _to_schema_5(conn, version, identities, store.rollup)
         request_ids.create(conn, checkfirst=True)
+        intent_events.create(conn, checkfirst=True)
         for identity in identities:
             report.results_indexed[identity] = (
                 _backfill(conn, identity) if version == 1 else _results_indexed(conn, identity))
             if version < 3:
                 _sum_rollups(conn, identity, store.rollup)
+            report.intents_indexed[identity] = backfill_intents(conn, identity,
+                                                                _chain_of(conn, identity))
         if conn.dialect.name == "postgresql":
             _secure_new_tables(conn)
         conn.execute(update(store_info).where(store_info.c.key == "schema_version")
@@ -110,7 +118,8 @@ def migrate_store(store, stamp_ns: int | None = None) -> MigrationReport:
         for identity in identities:
             event = store.partition(identity).append_in(conn, [NewEvent(
                 SCHEMA_MIGRATION, {"from_version": version, "to_version": SCHEMA_VERSION,
-                                   "results_indexed": report.results_indexed[identity]},
+                                   "results_indexed": report.results_indexed[identity],
+                                   "intents_indexed": report.intents_indexed[identity]},
                 stamp)])[0]
             report.migration_event_ids.append(event.id)
     report.events_verified_after = _verify_all(

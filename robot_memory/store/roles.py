@@ -64,6 +64,9 @@ RUNTIME_PRIVILEGES = {
     # The acknowledged requests (schema 6): recorded with their event, never changed;
     # removed only with their event, by a compaction.
     "request_ids": "SELECT, INSERT, DELETE",
+    # The intent index (schema 7): written with its event, never changed; removed only
+    # with its event, by a compaction.
+    "intent_events": "SELECT, INSERT, DELETE",
 }
 DERIVED_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
 

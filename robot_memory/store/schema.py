@@ -17,7 +17,8 @@ from sqlalchemy import (BigInteger, Column, Float, Index, Integer, LargeBinary, 
 #    64-character identity hash; the events' kind index leaves execution results out;
 #    their hashes stored as 32 bytes (Digest), not 64 hex digits.
 # 6: request_ids (the acknowledged requests a retry is answered from).
-SCHEMA_VERSION = 6
+# 7: intent_events (the results and consultations of each planner intent: the lineage).
+SCHEMA_VERSION = 7
 GENESIS_HASH = "0" * 64
 
 metadata = MetaData()
@@ -274,6 +275,24 @@ request_ids = Table(
 )
 # A compaction removes the ids of the events it removes, by event id.
 Index("ix_request_ids_identity_event", request_ids.c.identity_hash, request_ids.c.event_id)
+
+# The events that carry a planner intent (schema 7): the execution results and the
+# grounding consultations whose payload names a non-empty intent_id, by chain position,
+# written by the append that stores them (a v6 store is back-filled by the migration).
+# `robot-memory explain --intent` (grounding/lineage.py) reads an action's lineage from
+# here instead of scanning the log. Keyed by chain number, intent, position (WITHOUT
+# ROWID): one intent's rows are one range of the key. A row lives as long as its event
+# (a compaction that removes the event removes it too).
+INTENT_MAX_LENGTH = 256  # execution_result.MAX_TEXT, the intent_id's limit on every path
+intent_events = Table(
+    "intent_events", metadata,
+    Column("chain_id", Integer, nullable=False),
+    Column("intent_id", String(INTENT_MAX_LENGTH), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    PrimaryKeyConstraint("chain_id", "intent_id", "seq", name="intent_events_pkey"),
+    sqlite_with_rowid=False,
+)
 
 PARAMETER, OBSERVATION = 0, 1
 COMBO_FIELDS = ("skill_id", "target_class", "environment", "zone", "success",

@@ -30,7 +30,8 @@ def test_the_lineage_of_an_intent_through_a_planner_loop(probe, start_stack, db_
         "an OK answer to ground")
     force = answer.recommended_parameters()["force_n"]
     probe.publish_result(stamp_s=30, success=False, failure_reason="slipped",
-                         parameters={"force_n": force}, intent_id=INTENT)
+                         parameters={"force_n": force}, intent_id=INTENT,
+                         attempt_id="grasp-42")
     probe.wait_fact(lambda f: f.key == KEY and f.n_observations == 9)
 
     def lineage():
@@ -62,6 +63,20 @@ def test_the_lineage_of_an_intent_through_a_planner_loop(probe, start_stack, db_
                          capture_output=True, text=True, timeout=60)
     assert cli.returncode == 0, cli.stderr
     assert json.loads(cli.stdout) == found
+    # A later outcome of the same attempt: its own event, the original unchanged, and
+    # both in the lineage with the names that join them.
+    probe.publish_result(stamp_s=40, success=False, failure_reason="broken",
+                         parameters={"force_n": force}, intent_id=INTENT, amends="grasp-42")
+
+    def both():
+        response = probe.call(ExplainFact, "explain", ExplainFact.Request(intent_id=INTENT))
+        results = json.loads(response.explanation_json)["results"]
+        return results if len(results) == 2 else None
+    first, amendment = wait_until(both, 20, "the amendment in the lineage")
+    assert first["event_id"] == result["event_id"]  # the original, as it was stored
+    assert (first["attempt_id"], first["success"]) == ("grasp-42", False)
+    assert (amendment["amends"], amendment["failure_reason"]) == ("grasp-42", "broken")
+    assert "amends" not in first and "attempt_id" not in amendment
     # An intent nothing carries is said to be unknown, by name.
     missing = probe.call(ExplainFact, "explain", ExplainFact.Request(intent_id="pick-none"))
     assert not missing.found and "'pick-none'" in missing.reason

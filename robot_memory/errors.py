@@ -16,6 +16,7 @@ reads). `str(error)` is the one line the command line prints.
     │   ├── execution_result.InvalidRecord        an execution result, field by field
     │   ├── consolidation.override_records.OverrideError  an override that cannot be recorded
     │   ├── grounding.explain.FactNotFound        no such fact for this identity
+    │   ├── grounding.lineage.IntentNotFound      no event of this identity carries the intent
     │   ├── evidence.witness.WitnessError         a signing key or witness file unusable
     │   ├── operation.operator_credentials.OperatorKeysError  unreadable operator keys
     │   ├── operation.operator_credentials.CredentialRefused  a credential refused

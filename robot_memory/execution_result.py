@@ -48,6 +48,16 @@ TEXT_LIMITS = {"skill_id": MAX_TEXT, **{name: MAX_TEXT for name in SHORT_TEXTS},
                "notes": MAX_NOTES}
 # The two mappings of names to numbers.
 VALUE_FIELDS = ("parameters", "observations")
+# The names of an attempt (docs/consolidation.md#amendments): `attempt_id` names this
+# result's attempt, `amends` the earlier attempt whose outcome this result corrects (its
+# attempt_id, or AMENDS_EVENT + the event id record_event returned for it). Both optional,
+# at most MAX_ATTEMPT characters of ATTEMPT_NAME; a payload keeps them only when given,
+# so a result without them is stored as it was before they existed.
+ATTEMPT_FIELDS = ("attempt_id", "amends")
+MAX_ATTEMPT = 128
+ATTEMPT_NAME = re.compile(r"[A-Za-z0-9._:/-]+")
+AMENDS_EVENT = "event:"
+TEXT_LIMITS.update({name: MAX_ATTEMPT for name in ATTEMPT_FIELDS})
 
 
 class InvalidRecord(InputError):
@@ -91,12 +101,30 @@ class ExecutionRecord(BaseModel):
     duration_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
     intent_id: str = Field(default="", max_length=TEXT_LIMITS["intent_id"])
     notes: str = Field(default="", max_length=TEXT_LIMITS["notes"])
+    attempt_id: str = Field(default="", max_length=MAX_ATTEMPT)
+    amends: str = Field(default="", max_length=MAX_ATTEMPT)
 
     @field_validator("skill_id")
     @classmethod
     def _skill_name(cls, value: str) -> str:
         if not NAME.match(value):
             raise ValueError(f"skill_id {value!r} is not a dotted name")
+        return value
+
+    @field_validator("attempt_id")
+    @classmethod
+    def _attempt_id(cls, value: str) -> str:
+        problem = attempt_name_problem(value, amends=False)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("amends")
+    @classmethod
+    def _amends(cls, value: str) -> str:
+        problem = attempt_name_problem(value, amends=True)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("parameters")
@@ -114,6 +142,9 @@ class ExecutionRecord(BaseModel):
         stamp, built directly (it runs for every stored result)."""
         payload = dict(self.__dict__)
         del payload["stamp_ns"]
+        for name in ATTEMPT_FIELDS:
+            if not payload[name]:
+                del payload[name]
         payload["parameters"] = dict(payload["parameters"])
         payload["observations"] = dict(payload["observations"])
         return payload
@@ -122,6 +153,24 @@ class ExecutionRecord(BaseModel):
 # Every field of a result, in ExecutionRecord's order.
 FIELDS = tuple(ExecutionRecord.model_fields)
 _FIELD_SET = frozenset(FIELDS)
+_FIELD_SET_WITHOUT_ATTEMPT = _FIELD_SET - frozenset(ATTEMPT_FIELDS)
+
+
+def attempt_name_problem(value: str, amends: bool) -> str | None:
+    """Why `value` cannot be an attempt_id (or, with `amends`, what an amends names), or
+    None; empty is fine (not given). An attempt_id may not start with AMENDS_EVENT (an
+    amends of that form names an event id: a positive integer)."""
+    if not value:
+        return None
+    if ATTEMPT_NAME.fullmatch(value) is None:
+        return "only letters, digits and . _ : / - are allowed"
+    if value.startswith(AMENDS_EVENT):
+        if not amends:
+            return f"may not start with {AMENDS_EVENT!r} (an amends names an event id so)"
+        number = value[len(AMENDS_EVENT):]
+        if not number.isdigit() or int(number) <= 0:
+            return f"{AMENDS_EVENT!r} is followed by the event id record_event returned"
+    return None
 
 
 def _reason_code(field: str, err_type: str, message: str) -> str:
@@ -155,6 +204,10 @@ def validated(data: Any) -> ExecutionRecord:
         raise InvalidRecord("failure_reason", CONTRADICTORY,
                             "given while success is true (a result either succeeded or "
                             "failed for a reason)")
+    if record.amends and record.amends == record.attempt_id:
+        raise InvalidRecord("amends", "amends_itself",
+                            "names this result's own attempt_id (an amendment names the "
+                            "earlier attempt it corrects)")
     return record
 
 
@@ -203,12 +256,12 @@ def record_of_checked(data: dict[str, Any]) -> ExecutionRecord:
     """The record pydantic's validation makes of data `plainly_valid` accepted (equal to
     it, the mappings copied), built as model_construct does it, without its per-field
     bookkeeping (as costly as the validation itself)."""
-    values = {name: data[name] for name in FIELDS}
+    values = {name: data.get(name, "") for name in FIELDS}
     values["parameters"] = dict(values["parameters"])
     values["observations"] = dict(values["observations"])
     record = _new(ExecutionRecord)
     _set(record, "__dict__", values)
-    _set(record, "__pydantic_fields_set__", set(FIELDS))
+    _set(record, "__pydantic_fields_set__", set(data))  # as given: the attempt's may not be
     _set(record, "__pydantic_extra__", None)
     _set(record, "__pydantic_private__", None)
     return record
@@ -219,7 +272,13 @@ def plainly_valid(data: dict[str, Any]) -> bool:
     given, each of exactly its type and within its bounds. Anything else (which may still
     be valid, e.g. fields left to their defaults) goes through pydantic, which alone says
     what is wrong: a subset of what it accepts, so acceptance and errors stay its own."""
-    if type(data) is not dict or data.keys() != _FIELD_SET:
+    if type(data) is not dict:
+        return False
+    keys = data.keys()
+    if keys != _FIELD_SET:
+        if keys != _FIELD_SET_WITHOUT_ATTEMPT:
+            return False
+    elif data["attempt_id"] or data["amends"]:  # rare: named attempts, checked in full
         return False
     get, plain = data.__getitem__, _PLAIN_NAMES
     stamp_ns, skill_id, duration_s = get("stamp_ns"), get("skill_id"), get("duration_s")

@@ -23,7 +23,7 @@ def result_msg(store, stamp_ns: int, *, skill="manipulation.grasp", target="glas
         header=header, skill_id=skill, target_class=target, environment=env, zone=zone,
         parameters=[types["robot_memory/msg/KeyValue"](key=k, value=v) for k, v in pairs],
         observations=[], success=success, failure_reason="" if success else reason or "slipped",
-        duration_s=1.5, intent_id="", notes=notes)
+        duration_s=1.5, intent_id="", attempt_id="", amends="", notes=notes)
 
 
 def write_bag(path: Path, storage: str, topics: dict[str, list[tuple[int, object, str]]],

@@ -36,7 +36,7 @@ from robot_memory.errors import InputError
 from robot_memory.intake.records import InvalidRecord
 
 TEXT_FIELDS = ("skill_id", "target_class", "environment", "zone", "failure_reason",
-               "intent_id", "notes")
+               "intent_id", "notes", "attempt_id", "amends")
 KNOWN_FIELDS = set(TEXT_FIELDS) | {"stamp", "success", "duration_s", "parameters",
                                    "observations"}
 

@@ -168,7 +168,14 @@ def cmd_override(args) -> int:
 
 def cmd_explain(args) -> int:
     from robot_memory.grounding.explain import explain_fact, format_explanation
+    if (args.fact is None) == (args.intent is None):
+        raise CommandError("give either FACT or --intent ID")
     partition = partition_from_args(args)
+    if args.intent is not None:
+        from robot_memory.grounding.lineage import explain_intent, format_lineage
+        lineage = explain_intent(partition, args.intent)
+        print(canonical_json(lineage) if args.json else format_lineage(lineage))
+        return 0
     fact = _find_fact(partition, args.fact)
     with segments_with_fleet(args, partition.store, [partition.identity_hash],
                              archive_dir_from_args(args), sys.stderr) as archive_dir:

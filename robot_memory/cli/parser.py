@@ -82,8 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
     with_fleet(p, "segments not in the archive folder are read from there")
     p.set_defaults(func=cmd_replay)
 
-    p = with_store(verbs.add_parser("explain", help="why does the robot think this?"))
-    p.add_argument("fact", metavar="FACT", help="fact id, or KIND|KEY")
+    p = with_store(verbs.add_parser(
+        "explain", help="why does the robot think this? (a fact, or the lineage of an action)"))
+    p.add_argument("fact", metavar="FACT", nargs="?", help="fact id, or KIND|KEY")
+    p.add_argument("--intent", metavar="ID",
+                   help="instead of a fact: the lineage of this planner intent (the "
+                        "consultations made for it, the results carrying it, the "
+                        "consolidation runs that folded them and the facts they moved)")
     with_archive_dir(p, "compacted history, read when all are there")
     with_fleet(p, "segments not in the archive folder are read from there")
     p.add_argument("--json", action="store_true")

@@ -26,7 +26,7 @@ GROUND = {"skill_id": MAX_TEXT, "target_class": MAX_TEXT, "environment": MAX_TEX
           "zone": MAX_TEXT, "requester": MAX_TEXT, "intent_id": MAX_TEXT,
           "fact_kinds": (MAX_FACT_KINDS, MAX_KIND),
           "target_properties": (MAX_TARGET_PROPERTIES, MAX_KIND)}
-EXPLAIN = {"kind": MAX_KIND, "key": MAX_FACT_KEY}
+EXPLAIN = {"kind": MAX_KIND, "key": MAX_FACT_KEY, "intent_id": MAX_TEXT}
 OVERRIDE = {"action": MAX_KIND, "operator_name": MAX_TEXT, "reason": MAX_NOTES,
             "kind": MAX_KIND, "key": MAX_FACT_KEY, "value_json": MAX_VALUE_JSON,
             "archive_path": MAX_PATH, "credential": MAX_CREDENTIAL}

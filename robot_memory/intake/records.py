@@ -56,6 +56,10 @@ def validated_payload(data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         finding = find_sensitive(data)
         if finding is not None:
             raise privacy_refusal(finding)
+        # Fast only without named attempts (plainly_valid): their fields, if given, are
+        # empty, and a payload keeps them only when given (ExecutionRecord.payload).
+        data.pop("attempt_id", None)
+        data.pop("amends", None)
         return data.pop("stamp_ns"), data
     record = validate_record_fully(data)
     return record.stamp_ns, record.payload()
@@ -104,4 +108,5 @@ def message_fields(msg: Any) -> dict[str, Any]:
                                       [(kv.key, kv.value) for kv in msg.observations]),
         "success": bool(msg.success), "failure_reason": msg.failure_reason,
         "duration_s": float(msg.duration_s), "intent_id": msg.intent_id, "notes": msg.notes,
+        "attempt_id": msg.attempt_id, "amends": msg.amends,
     }

@@ -66,6 +66,7 @@ def record_to_msg(record: ExecutionRecord) -> ExecutionResult:
     msg.observations = [KeyValue(key=k, value=v) for k, v in record.observations.items()]
     msg.success, msg.failure_reason = record.success, record.failure_reason
     msg.duration_s, msg.intent_id, msg.notes = record.duration_s, record.intent_id, record.notes
+    msg.attempt_id, msg.amends = record.attempt_id, record.amends
     return msg
 
 

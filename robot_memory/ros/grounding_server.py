@@ -29,6 +29,7 @@ from robot_memory.grounding.explain import (FactNotFound, explain_fact, find_fac
                                             format_explanation)
 from robot_memory.grounding.index import GroundingIndex
 from robot_memory.grounding.limits import over_limit
+from robot_memory.grounding.lineage import IntentNotFound, explain_intent, format_lineage
 from robot_memory.grounding.priors import EMPTY_PRIORS, PriorSettings
 from robot_memory.grounding.request import (ANALOGY, IDENTITY_UNVERIFIED, PRIOR,
                                             REASON_IDENTITY_UNVERIFIED, GroundingAnswer, invalid)
@@ -201,6 +202,8 @@ class GroundingServer(ManagedMemoryNode):
             self.refused_requests += 1
             response.found, response.reason = False, "refused: {}: {}".format(*too_long)
             return response
+        if request.intent_id:
+            return self._explain_intent(partition, request.intent_id, response)
         try:
             fact = find_fact(partition, request.fact_id, request.kind, request.key)
         except FactNotFound as exc:
@@ -216,6 +219,22 @@ class GroundingServer(ManagedMemoryNode):
         response.found = True
         response.explanation_json = canonical_json(explanation)
         response.explanation_text = format_explanation(explanation)
+        return response
+
+    def _explain_intent(self, partition, intent_id: str, response):
+        """The lineage of an intent (grounding/lineage.py): read through the intent index
+        in this side thread, never on `ground`'s path."""
+        try:
+            lineage = explain_intent(partition, intent_id)
+        except IntentNotFound as exc:
+            response.found, response.reason = False, str(exc)
+            return response
+        except Exception as exc:  # a store outage: said, not raised
+            response.found, response.reason = False, f"intent {intent_id!r}: {exc}"
+            return response
+        response.found = True
+        response.explanation_json = canonical_json(lineage)
+        response.explanation_text = format_lineage(lineage)
         return response
 
     def _publish_diagnostics(self) -> None:

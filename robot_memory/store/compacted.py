@@ -26,8 +26,8 @@ from sqlalchemy import Connection, delete, insert, select, text
 
 from robot_memory.event_kinds import COMPACTION
 from robot_memory.store.schema import (OTHER_THAN_RESULTS, compaction_permits, events,
-                                       request_ids, result_facets, result_rollup,
-                                       result_values, value_rollup)
+                                       intent_events, request_ids, result_facets,
+                                       result_rollup, result_values, value_rollup)
 
 # The kind index's condition, repeated so that the compactions are read through it.
 _NOT_A_RESULT = text(OTHER_THAN_RESULTS)
@@ -133,6 +133,10 @@ def remove_range(conn: Connection, identity_hash: str, chain: int, from_seq: int
             request_ids.c.identity_hash == identity_hash,
             request_ids.c.event_id.between(low_id, high_id),
             request_ids.c.event_id.not_in(skip_ids)))
+        conn.execute(delete(intent_events).where(  # an intent's row, with its event
+            intent_events.c.chain_id == chain,
+            intent_events.c.seq.between(low_seq, high_seq),
+            intent_events.c.seq.not_in(skip_seqs)))
         conn.execute(delete(result_facets).where(
             result_facets.c.chain_id == chain,
             result_facets.c.seq.between(low_seq, high_seq),

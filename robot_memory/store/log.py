@@ -3,7 +3,8 @@
 Each identity's events form a chain: an event's hash covers the previous event's hash
 and the event itself (`event_digest`), and `chain_heads` holds the newest link, whose row
 lock serialises appends to one chain. An append also indexes its execution results
-(store/facets.py) in the same transaction.
+(store/facets.py) and the events that carry a planner intent (store/intents.py) in the
+same transaction.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from robot_memory.canonical import canonical_json, plain_canonical_json, sha256_
 from robot_memory.event_kinds import EXECUTION_RESULT
 from robot_memory.store.bulk import insert_rows, placeholder
 from robot_memory.store.facets import ComboIds, insert_facets, roll_up_blocks
+from robot_memory.store.intents import index_intents, intent_of
 from robot_memory.store.schema import (GENESIS_HASH, OTHER_THAN_RESULTS, chain_heads, chains,
                                        events, result_facets)
 
@@ -138,8 +140,9 @@ class EventLog:
         first_seq, ident = seq + 1, self.identity_hash
         # rows as the driver takes them, the hashes as the store keeps them (schema.Digest:
         # bytes, each converted once); links: the same hashes as hex, for the caller;
-        # results: (seq, stamp_ns, payload, checked) of the execution results, to index
-        rows, links, kept, results = [], [], [], []
+        # results: (seq, stamp_ns, payload, checked) of the execution results, to index;
+        # intents: (intent_id, seq) of the events that carry one (store/intents.py)
+        rows, links, kept, results, intents = [], [], [], [], []
         fromhex, prev_stored = bytes.fromhex, bytes.fromhex(prev)
         for kind, payload, stamp_ns, as_decoded, checked_result in new_events:
             seq += 1
@@ -158,6 +161,9 @@ class EventLog:
             kept.append(payload)
             if kind == EXECUTION_RESULT:
                 results.append((seq, stamp_ns, payload, checked_result))
+            intent = intent_of(kind, payload)
+            if intent is not None:
+                intents.append((intent, seq))
             prev, prev_stored = digest, stored
         if not rows:
             return []
@@ -173,6 +179,7 @@ class EventLog:
         insert_facets(conn, chain, [(ids[at], at, stamp_ns, payload)
                                     for at, stamp_ns, payload, _ in results], self._combos,
                       [checked for *_, checked in results])
+        index_intents(conn, chain, [(intent, at, ids[at]) for intent, at in intents])
         # The blocks this append filled are summed now, once (facets.roll_up_blocks).
         block = self.store.rollup.block
         roll_up_blocks(conn, chain, self.store.rollup, (first_seq - 1) // block, seq // block)

@@ -19,7 +19,8 @@ store is not touched) and after, and the upgrade is logged in each chain as a
 5 -> 6: request_ids, the acknowledged requests (empty: no older store kept any; opening
         the store created it, as it creates any missing table).
 6 -> 7: fleet_segments and fleet_segment_chunks, the segments robots ship to this store
-        as their fleet store (empty).
+        as their fleet store (empty); intent_events, the intent index (store/intents.py), back-filled from the stored
+        execution results and consultations that name an intent.
 A store of any older version goes to the current one in one step.
 """
 
@@ -34,11 +35,13 @@ from robot_memory.event_kinds import EXECUTION_RESULT, SCHEMA_MIGRATION
 from robot_memory.store.chain_check import verify_chain
 from robot_memory.store.facets import ComboIds, insert_facets, roll_up_blocks
 from robot_memory.store.guards import install_append_only_guards
+from robot_memory.store.intents import backfill_intents
 from robot_memory.store.log import NewEvent
 from robot_memory.store.roles import ROBOT_ROLES_TABLE, security_statements
 from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, chain_heads, chains, events,
-                                       fleet_segment_chunks, fleet_segments, request_ids,
-                                       result_facets, result_rollup, result_values, store_info,
+                                       fleet_segment_chunks, fleet_segments, intent_events,
+                                       request_ids, result_facets, result_rollup,
+                                       result_values, store_info,
                                        value_rollup)
 from robot_memory.store.version import (SCHEMA_LOCK_KEY, StoreError, record_rollup_shape,
                                         schema_version)
@@ -55,6 +58,7 @@ class MigrationReport:
     from_version: int
     to_version: int = SCHEMA_VERSION
     results_indexed: dict[str, int] = field(default_factory=dict)  # identity -> results
+    intents_indexed: dict[str, int] = field(default_factory=dict)  # identity -> events
     events_verified_before: int = 0
     events_verified_after: int = 0
     migration_event_ids: list[int] = field(default_factory=list)
@@ -100,13 +104,15 @@ def migrate_store(store, stamp_ns: int | None = None) -> MigrationReport:
                                        .order_by(chain_heads.c.identity_hash)).scalars())
         if version < 5:
             _to_schema_5(conn, version, identities, store.rollup)
-        for table in (request_ids, fleet_segments, fleet_segment_chunks):
+        for table in (request_ids, fleet_segments, fleet_segment_chunks, intent_events):
             table.create(conn, checkfirst=True)
         for identity in identities:
             report.results_indexed[identity] = (
                 _backfill(conn, identity) if version == 1 else _results_indexed(conn, identity))
             if version < 3:
                 _sum_rollups(conn, identity, store.rollup)
+            report.intents_indexed[identity] = backfill_intents(conn, identity,
+                                                                _chain_of(conn, identity))
         if conn.dialect.name == "postgresql":
             _secure_new_tables(conn)
         conn.execute(update(store_info).where(store_info.c.key == "schema_version")
@@ -114,7 +120,8 @@ def migrate_store(store, stamp_ns: int | None = None) -> MigrationReport:
         for identity in identities:
             event = store.partition(identity).append_in(conn, [NewEvent(
                 SCHEMA_MIGRATION, {"from_version": version, "to_version": SCHEMA_VERSION,
-                                   "results_indexed": report.results_indexed[identity]},
+                                   "results_indexed": report.results_indexed[identity],
+                                   "intents_indexed": report.intents_indexed[identity]},
                 stamp)])[0]
             report.migration_event_ids.append(event.id)
     report.events_verified_after = _verify_all(

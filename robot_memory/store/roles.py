@@ -68,6 +68,9 @@ RUNTIME_PRIVILEGES = {
     # reads its own back, never changes or removes one.
     "fleet_segments": "SELECT, INSERT",
     "fleet_segment_chunks": "SELECT, INSERT",
+    # The intent index (schema 7): written with its event, never changed; removed only
+    # with its event, by a compaction.
+    "intent_events": "SELECT, INSERT, DELETE",
 }
 DERIVED_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
 

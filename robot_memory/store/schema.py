@@ -17,7 +17,8 @@ from sqlalchemy import (BigInteger, Column, Float, Index, Integer, LargeBinary, 
 #    64-character identity hash; the events' kind index leaves execution results out;
 #    their hashes stored as 32 bytes (Digest), not 64 hex digits.
 # 6: request_ids (the acknowledged requests a retry is answered from).
-# 7: fleet_segments and fleet_segment_chunks (sealed segments shipped to a fleet store).
+# 7: fleet_segments and fleet_segment_chunks (sealed segments shipped to a fleet store);
+#    intent_events (the results and consultations of each planner intent: the lineage).
 SCHEMA_VERSION = 7
 GENESIS_HASH = "0" * 64
 
@@ -302,6 +303,24 @@ fleet_segment_chunks = Table(
     Column("chunk_no", Integer, nullable=False),
     Column("data", LargeBinary, nullable=False),
     PrimaryKeyConstraint("upload_id", "chunk_no", name="fleet_segment_chunks_pkey"),
+)
+
+# The events that carry a planner intent (schema 7): the execution results and the
+# grounding consultations whose payload names a non-empty intent_id, by chain position,
+# written by the append that stores them (a v6 store is back-filled by the migration).
+# `robot-memory explain --intent` (grounding/lineage.py) reads an action's lineage from
+# here instead of scanning the log. Keyed by chain number, intent, position (WITHOUT
+# ROWID): one intent's rows are one range of the key. A row lives as long as its event
+# (a compaction that removes the event removes it too).
+INTENT_MAX_LENGTH = 256  # execution_result.MAX_TEXT, the intent_id's limit on every path
+intent_events = Table(
+    "intent_events", metadata,
+    Column("chain_id", Integer, nullable=False),
+    Column("intent_id", String(INTENT_MAX_LENGTH), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    PrimaryKeyConstraint("chain_id", "intent_id", "seq", name="intent_events_pkey"),
+    sqlite_with_rowid=False,
 )
 
 PARAMETER, OBSERVATION = 0, 1

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from struct import error as StructError
 from typing import Any
 
+from robot_memory.execution_result import MAX_ATTEMPT
 from robot_memory.intake.records import (MAX_KEY, MAX_NOTES, MAX_TEXT, MAX_VALUES,
                                          InvalidRecord, message_fields, pairs_to_dict)
 from robot_memory.wire import cdr, key_value
@@ -37,7 +38,8 @@ LAYOUT = Layout("robot_memory/ExecutionResult", (
     ("environment", "string"), ("zone", "string"),
     ("parameters", "robot_memory/KeyValue[]"), ("observations", "robot_memory/KeyValue[]"),
     ("success", "bool"), ("failure_reason", "string"), ("duration_s", "float64"),
-    ("intent_id", "string"), ("notes", "string")))
+    ("intent_id", "string"), ("attempt_id", "string"), ("amends", "string"),
+    ("notes", "string")))
 LAYOUTS = (LAYOUT,)
 _NESTED = layouts_by_name(*cdr.LAYOUTS, *key_value.LAYOUTS)
 
@@ -53,7 +55,8 @@ def _largest_valid_result() -> int:
     return (BODY + 8 + text(MAX_TEXT)  # header: stamp, frame_id
             + text(MAX_TEXT, 1) + 3 * text(MAX_TEXT)  # skill_id, target, environment, zone
             + 2 * pairs + 1 + text(MAX_TEXT) + 7 + 8  # success, failure_reason, duration_s
-            + text(MAX_TEXT) + text(MAX_NOTES) + MAX_PADDING)  # intent_id, notes
+            + text(MAX_TEXT) + 2 * text(MAX_ATTEMPT, 1)  # intent_id, attempt_id, amends
+            + text(MAX_NOTES) + MAX_PADDING)  # notes
 
 
 MAX_RESULT_BYTES = _largest_valid_result()
@@ -82,6 +85,8 @@ def result_fields_from_cdr(data: bytes) -> dict[str, Any] | None:
         pos += -(pos - BODY) & 7
         (duration_s,) = unpack_f64(data, pos)
         intent_id, pos = read_text(data, pos + 8)
+        attempt_id, pos = read_text(data, pos)
+        amends, pos = read_text(data, pos)
         notes, pos = read_text(data, pos)
     except (ValueError, StructError, IndexError):  # UnicodeDecodeError is a ValueError
         return None
@@ -96,6 +101,7 @@ def result_fields_from_cdr(data: bytes) -> dict[str, Any] | None:
         "observations": pairs_to_dict("observations", observations),
         "success": success == 1, "failure_reason": failure_reason,
         "duration_s": duration_s, "intent_id": intent_id, "notes": notes,
+        "attempt_id": attempt_id, "amends": amends,
     }
 
 

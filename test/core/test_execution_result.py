@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from robot_memory.execution_result import (FIELDS, MAX_TEXT, TEXT_FIELDS, TEXT_LIMITS,
-                                           ExecutionRecord, InvalidRecord, check_sizes,
-                                           plainly_valid, record_from_payload, stored_fields)
+from robot_memory.execution_result import (ATTEMPT_FIELDS, FIELDS, MAX_TEXT, TEXT_FIELDS,
+                                           TEXT_LIMITS, ExecutionRecord, InvalidRecord,
+                                           check_sizes, plainly_valid, record_from_payload,
+                                           stored_fields, validated)
 from robot_memory.store.facets import facets_of_payload
 
 PACKAGE = Path(__file__).resolve().parents[2] / "robot_memory"
@@ -28,7 +29,7 @@ def test_the_models_text_limits_are_the_tables():
             if getattr(constraint, "max_length", None) is not None:
                 declared[name] = constraint.max_length
     assert declared == TEXT_LIMITS
-    assert set(TEXT_FIELDS) | {"skill_id"} == set(TEXT_LIMITS)
+    assert set(TEXT_FIELDS) | {"skill_id"} | set(ATTEMPT_FIELDS) == set(TEXT_LIMITS)
     assert set(TEXT_LIMITS) < set(FIELDS)
 
 
@@ -36,7 +37,8 @@ def test_the_models_text_limits_are_the_tables():
 def test_every_text_is_refused_one_past_its_limit_and_kept_at_it(name):
     at_limit = {**GOOD, name: "a" * TEXT_LIMITS[name]}
     check_sizes(at_limit)
-    assert plainly_valid(at_limit) == (name != "failure_reason")  # success and a reason
+    # failure_reason: success and a reason; a named attempt is checked in full
+    assert plainly_valid(at_limit) == (name not in ("failure_reason", *ATTEMPT_FIELDS))
     with pytest.raises(InvalidRecord) as info:
         check_sizes({**GOOD, name: "a" * (TEXT_LIMITS[name] + 1)})
     assert (info.value.field, info.value.reason) == (name, "oversized")
@@ -83,3 +85,26 @@ def test_the_store_does_not_import_the_intake():
             offenders += [f"{path.name}: {name}" for name in names
                           if name.startswith("robot_memory.intake")]
     assert offenders == []
+
+
+@pytest.mark.parametrize("fields, field, words", [
+    ({"attempt_id": "grasp 7"}, "attempt_id", "only letters"),
+    ({"attempt_id": "event:12"}, "attempt_id", "may not start"),
+    ({"amends": "event:"}, "amends", "event id"),
+    ({"amends": "event:0"}, "amends", "event id"),
+    ({"amends": "event:x1"}, "amends", "event id"),
+    ({"attempt_id": "grasp-7", "amends": "grasp-7"}, "amends", "own attempt_id"),
+])
+def test_an_attempt_name_that_cannot_be_kept_is_refused_by_field(fields, field, words):
+    with pytest.raises(InvalidRecord) as info:
+        validated({**GOOD, **fields})
+    assert info.value.field == field and words in str(info.value)
+
+
+def test_a_payload_keeps_the_attempt_names_only_when_given():
+    plain = validated(GOOD).payload()
+    assert not set(ATTEMPT_FIELDS) & set(plain)  # stored as before they existed
+    named = validated({**GOOD, "attempt_id": "grasp-7", "amends": "event:12"}).payload()
+    assert (named["attempt_id"], named["amends"]) == ("grasp-7", "event:12")
+    assert plainly_valid({**GOOD, "attempt_id": "", "amends": ""})
+    assert not plainly_valid({**GOOD, "attempt_id": "grasp-7", "amends": ""})

@@ -1,8 +1,8 @@
-"""Schema 1, 2, 3, 4 and 5 -> 6: a store written before the result facets (1) or their
+"""Schema 1, 2, 3, 4, 5 and 6 -> 7: a store written before the result facets (1) or their
 rollups (2) existed, with the rollups in pass order (3), with the result index keyed by
-identity hash (4), or without the acknowledged requests (5), is upgraded when it is
-opened (or by `robot-memory migrate`): verified before and after, logged as an event, no
-event rewritten, and consolidation goes on to the same facts."""
+identity hash (4), without the acknowledged requests (5) or without the intent index (6),
+is upgraded when it is opened (or by `robot-memory migrate`): verified before and after,
+logged as an event, no event rewritten, and consolidation goes on to the same facts."""
 
 import shutil
 import sqlite3
@@ -125,9 +125,10 @@ def rollup_keys(path) -> dict[str, str]:
 
 
 # What schema 6 left on disk: no fleet segments.
-V6 = ["DROP TABLE fleet_segment_chunks", "DROP TABLE fleet_segments",
+# What schema 6 left on disk: no fleet segments, no intent index; schema 5: no
+# acknowledged requests either.
+V6 = ["DROP TABLE fleet_segment_chunks", "DROP TABLE fleet_segments", "DROP TABLE intent_events",
       "UPDATE store_info SET value = '6' WHERE key = 'schema_version'"]
-# What schema 5 left on disk: no acknowledged requests either.
 V5 = V6[:-1] + ["DROP TABLE request_ids",
                 "UPDATE store_info SET value = '5' WHERE key = 'schema_version'"]
 
@@ -436,4 +437,41 @@ def test_a_v5_store_gets_the_acknowledged_requests(tmp_path, request, dialect):
     ingest.close()
     assert answers[1] == Replayed(answers[0].id, answers[0].seq)
     assert part.count_events(EXECUTION_RESULT) == 41
+    migrated.close()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_a_v6_store_gets_the_intent_index(tmp_path, request, dialect):
+    """6 -> 7: the intent index is back-filled from the stored results and consultations
+    (the rows the appends write today), the events are untouched and the chains verify;
+    the lineage of an intent is then read from it."""
+    from robot_memory.event_kinds import FACT_CONSULTATION
+    from robot_memory.grounding.lineage import explain_intent
+    url = (f"sqlite:///{tmp_path / 'v6.db'}" if dialect == "sqlite"
+           else request.getfixturevalue("pg_url"))
+    store = MemoryStore(url)
+    events = [e._replace(payload={**e.payload, "intent_id": f"i{i % 3}"}) if i % 2 else e
+              for i, e in enumerate(varied_events(30))]
+    store.partition(IDENT).append_many(
+        events + [NewEvent(FACT_CONSULTATION, {"intent_id": "i1", "facts": []}, 99)])
+    store.partition(OTHER).append_many(events[:5])
+    store.close()
+    engine = create_engine(url)
+    index = "SELECT chain_id, intent_id, seq, event_id FROM intent_events ORDER BY 1, 2, 3"
+    with engine.connect() as conn:
+        appended = conn.execute(text(index)).all()
+    with engine.begin() as conn:
+        for statement in older_schema(6, dialect):
+            conn.execute(text(statement))
+    engine.dispose()
+    migrated = MemoryStore(url)
+    assert (migrated.migration.from_version, migrated.migration.intents_indexed) == \
+        (6, {IDENT: 16, OTHER: 2})
+    with migrated.read() as conn:
+        assert conn.execute(text(index)).all() == appended
+    part = migrated.partition(IDENT)
+    assert verify_chain(part).ok
+    lineage = explain_intent(part, "i1")
+    assert len(lineage["consultations"]) == 1 and len(lineage["results"]) == 5
+    assert [e.payload["intents_indexed"] for e in part.events([SCHEMA_MIGRATION])] == [16]
     migrated.close()

@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from helpers import varied_events
+from helpers import result_event, varied_events
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
@@ -191,7 +191,8 @@ def test_the_analytics_role_reads_across_robots_and_writes_nothing(fleet):
 
 
 def test_acknowledged_requests_work_under_the_runtime_role_and_stay_private(fleet):
-    """Last in this file: it appends to robot A's chain, which the tests above count."""
+    """Near the end of this file: it appends to robot A's chain, which the tests above
+    count."""
     store = MemoryStore(fleet.url(fleet.robot_a))
     ingest = Ingest(store.partition(A), flush_period_s=0.01)
     result = {"stamp_ns": 1, "skill_id": "navigation.dock", "success": True}
@@ -202,3 +203,19 @@ def test_acknowledged_requests_work_under_the_runtime_role_and_stay_private(flee
     assert retry == Replayed(first.id, first.seq)
     assert run_as(fleet.url(fleet.robot_a), "SELECT count(*) FROM request_ids") == [(1,)]
     assert run_as(fleet.url(fleet.robot_b), "SELECT count(*) FROM request_ids") == [(0,)]
+
+
+def test_the_intent_index_works_under_the_runtime_role_and_stays_private(fleet):
+    """Last in this file (it appends to robot A's chain). The lineage of an intent under
+    the runtime role: the append indexes it, the lookup reads it, and robot B sees none of
+    robot A's rows."""
+    from robot_memory.grounding.lineage import explain_intent
+    store = MemoryStore(fleet.url(fleet.robot_a))
+    partition = store.partition(A)
+    event = result_event(5)
+    partition.append_many([event._replace(payload={**event.payload, "intent_id": "pick-a"})])
+    lineage = explain_intent(partition, "pick-a")
+    store.close()
+    assert [r["skill_id"] for r in lineage["results"]] == ["manipulation.grasp"]
+    assert run_as(fleet.url(fleet.robot_a), "SELECT count(*) FROM intent_events") == [(1,)]
+    assert run_as(fleet.url(fleet.robot_b), "SELECT count(*) FROM intent_events") == [(0,)]

@@ -67,13 +67,15 @@ _FIELDS = {
     "parameters": _mappings, "observations": _mappings,
     "success": st.one_of(st.booleans(), st.just(1), st.just("true")),
     "failure_reason": _texts, "duration_s": _numbers, "intent_id": _texts,
+    "attempt_id": st.sampled_from(["", "grasp-7", "event:3", "a b", "x" * 129]),
+    "amends": st.sampled_from(["", "grasp-7", "event:3", "event:0", "event:", "a b"]),
     "notes": st.one_of(_texts, st.text(min_size=MAX_NOTES - 1, max_size=MAX_NOTES + 1,
                                        alphabet="ab ")),
 }
 _PLAIN = {"stamp_ns": 7, "skill_id": "manipulation.grasp", "target_class": "glass_cup",
           "environment": "lab", "zone": "", "parameters": {"force_n": 25.0},
           "observations": {}, "success": True, "failure_reason": "", "duration_s": 1.5,
-          "intent_id": "", "notes": ""}
+          "intent_id": "", "notes": "", "attempt_id": "", "amends": ""}
 
 
 def _outcome(validate, data):

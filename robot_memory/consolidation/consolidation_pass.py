@@ -167,6 +167,10 @@ def read_inputs(partition: Partition, config: RulesConfig,
             after, results_until, int(config.time_bucket_s * 1e9), conn,
             parameter_buckets=parameter_bucket_ns(rules, config)), config, rules)
         inputs.partials, inputs.events_read = added.partials, added.events_read
+        # Amendments count no attempt of their own: what became of each is counted.
+        for disposition, n in partition.amendment_dispositions(after, results_until,
+                                                               conn).items():
+            inputs.partials.skip(f"amendment:{disposition}", n)
         inputs.first_seq, inputs.last_stamp_ns = added.first_seq, added.last_stamp_ns
         if inputs.nothing_new:
             return inputs

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from robot_memory.consolidation.rules import Partials, Rule, RulesConfig
-from robot_memory.store import ResultAggregates, one_result_aggregates
+from robot_memory.store import AMENDMENT, ResultAggregates, one_result_aggregates
 
 
 class Aggregated(NamedTuple):
@@ -39,12 +39,24 @@ def aggregate(aggregates: ResultAggregates, config: RulesConfig, rules: Sequence
         if row.max_stamp_ns > last_stamp:
             last_stamp = row.max_stamp_ns
         if row.invalid_reason is not None:
+            if row.invalid_reason == AMENDMENT:  # counted by disposition (the pass)
+                continue
             partials.skip(f"invalid_payload:{row.invalid_reason}", count)
+        for add_outcome in add_outcomes:
+            add_outcome(row, config, partials)
+    # What amendments change (store/amendments.py): signed counts under their attempts'
+    # original fields, added by the same methods, read as no results of their own.
+    for row in aggregates.amended:
         for add_outcome in add_outcomes:
             add_outcome(row, config, partials)
     for batch in aggregates.values:
         for rule in rules:
             rule.add_values(batch, config, partials)
+    for batch in aggregates.amended_values:
+        for rule in rules:
+            rule.add_values(batch, config, partials)
+    if aggregates.amended:  # a skip an amendment moved and moved back is no skip
+        partials.skipped = {reason: n for reason, n in partials.skipped.items() if n}
     return Aggregated(partials, events_read, first_seq, last_stamp)
 
 

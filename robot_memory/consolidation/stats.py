@@ -19,13 +19,32 @@ NUMPY_FROM = 64  # distinct values from which quantiles use numpy arrays
 
 
 def multiset_add(bag: Multiset, value: float, count: int = 1) -> None:
+    """Add `count` (negative: an amended attempt's outcome taken back) of a value; a
+    value whose count comes to 0 is dropped, as if it had never been counted."""
     key = repr(float(value))
-    bag[key] = bag.get(key, 0) + count
+    total = bag.get(key, 0) + count
+    if total:
+        bag[key] = total
+    else:
+        bag.pop(key, None)
 
 
 def multiset_merge(into: Multiset, other: Multiset) -> None:
+    """Add a multiset (whose counts may be negative: see multiset_add) into another."""
     for key, count in other.items():
-        into[key] = into.get(key, 0) + count
+        total = into.get(key, 0) + count
+        if total:
+            into[key] = total
+        else:
+            into.pop(key, None)
+
+
+def merge_named_bag(bags: dict[str, Multiset], name: str, bag: Multiset) -> None:
+    """multiset_merge into bags[name], dropping the name once its multiset is empty."""
+    into = bags.setdefault(name, {})
+    multiset_merge(into, bag)
+    if not into:
+        del bags[name]
 
 
 # The ascending (value, key) order of a small bag's keys, by its keys in the bag's own

@@ -141,6 +141,11 @@ class ResultAggregates:
 
     outcomes: Iterable[OutcomeRow]
     values: Iterable[ValueBatch]
+    # What amendments in the range change in the counts (store/amendments.py): outcome
+    # rows of signed counts (no newest support: its columns 0) and their parameters,
+    # to add up after the outcomes and the values above, not results of their own.
+    amended: Sequence[OutcomeRow] = ()
+    amended_values: Sequence[ValueBatch] = ()
 
 
 def one_result_aggregates(payload: dict, stamp_ns: int, event_id: int, bucket_ns: int,
@@ -208,8 +213,10 @@ class ResultAggregation:
                 params).one()
             if id_lo is not None:
                 pieces.append((where, params, id_lo, id_hi))
+        amended, amended_values = self._amended(conn, chain, after_seq, until_seq, bucket_ns,
+                                                until_stamp_ns, parameter_buckets)
         if not pieces and blocks is None:
-            return ResultAggregates([], [])
+            return ResultAggregates([], [], amended, amended_values)
         # A short range (a consolidator's tick) reads the combinations it uses; a long one
         # all of them, kept for the next pass (rows are only added).
         if blocks is None and until_seq - after_seq <= SHORT_RANGE:
@@ -348,4 +355,52 @@ class ResultAggregation:
                     for combo_id, bucket, count, min_id, max_id, max_stamp, min_seq
                     in grouped_outcomes()
                     for combo in (combos[combo_id],))
-        return ResultAggregates(outcomes, values())
+        return ResultAggregates(outcomes, values(), amended, amended_values)
+
+    def amendment_dispositions(self, after_seq: int, until_seq: int, conn: Connection
+                               ) -> dict[str, int]:
+        """What became of the amendments after_seq < seq <= until_seq, as a pass counts
+        them (store/amendments.py: applied, superseded, held, refused:<why>)."""
+        mark = placeholder(conn)
+        return dict(conn.exec_driver_sql(
+            f"SELECT disposition, count(*) FROM result_amendments WHERE chain_id = {mark} "
+            f"AND seq > {mark} AND seq <= {mark} GROUP BY disposition ORDER BY disposition",
+            (self.chain_number(conn), after_seq, until_seq)).all())
+
+    def _amended(self, conn: Connection, chain: int, after_seq: int, until_seq: int,
+                 bucket_ns: int, until_stamp_ns: int | None, parameter_buckets: int
+                 ) -> tuple[list[OutcomeRow], list[ValueBatch]]:
+        """The signed rows of the amendments after_seq < seq <= until_seq (written by
+        events stamped <= until_stamp_ns), grouped as result_aggregates groups results:
+        by combination and the time bucket of the original's stamp. Read whole (they are
+        few), before the streams of results open their cursors."""
+        mark = placeholder(conn)
+        stamp = "" if until_stamp_ns is None else f" AND at_stamp_ns <= {mark}"
+        params = (chain, after_seq, until_seq) + (() if until_stamp_ns is None
+                                                  else (until_stamp_ns,))
+        where = f"chain_id = {mark} AND seq > {mark} AND seq <= {mark}{stamp}"
+        rows = conn.exec_driver_sql(
+            f"SELECT combo_id, {floor_div_sql('stamp_ns', bucket_ns)}, CAST(sum(n) AS BIGINT) "
+            f"FROM amendment_deltas WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2", params).all()
+        if not rows:
+            return [], []
+        combos = self._combos.committed(conn)
+        # Rows that sum to 0 too: another attempt's parameters may move under the same
+        # combination, and the rules add values into the groups the outcomes made.
+        outcomes = [OutcomeRow(None, *combos[combo_id][:7], bucket, n, 0, 0, 0, 0)
+                    for combo_id, bucket, n in rows]
+        batch = ValueBatch([], [])
+        by_bucket = floor_div_sql("stamp_ns", parameter_buckets or bucket_ns)
+        for combo_id, bucket, name, value, n in conn.exec_driver_sql(
+                f"SELECT combo_id, {by_bucket}, name, value_repr, CAST(sum(n) AS BIGINT) "
+                f"FROM amendment_delta_values WHERE {where} GROUP BY 1, 2, 3, 4 "
+                "ORDER BY 1, 2, 3, 4", params).all():
+            if not n:
+                continue
+            skill, target, environment, _zone, success, reason = combos[combo_id][:6]
+            batch.parameters.append(ParameterCount(skill, target, environment, success,
+                                                   reason, name, value, n))
+            if parameter_buckets:
+                batch.bucketed_parameters.append(BucketedParameterCount(
+                    skill, target, environment, success, reason, name, value, bucket, n))
+        return outcomes, [batch]

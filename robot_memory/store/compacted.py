@@ -26,6 +26,7 @@ from sqlalchemy import Connection, delete, insert, select, text
 
 from robot_memory.event_kinds import COMPACTION
 from robot_memory.store.schema import (OTHER_THAN_RESULTS, compaction_permits, events,
+                                       amendment_delta_values, amendment_deltas,
                                        intent_events, request_ids, result_facets,
                                        result_rollup, result_values, value_rollup)
 
@@ -137,6 +138,10 @@ def remove_range(conn: Connection, identity_hash: str, chain: int, from_seq: int
             intent_events.c.chain_id == chain,
             intent_events.c.seq.between(low_seq, high_seq),
             intent_events.c.seq.not_in(skip_seqs)))
+        for table in (amendment_deltas, amendment_delta_values):  # with their event
+            conn.execute(delete(table).where(
+                table.c.chain_id == chain, table.c.seq.between(low_seq, high_seq),
+                table.c.seq.not_in(skip_seqs)))
         conn.execute(delete(result_facets).where(
             result_facets.c.chain_id == chain,
             result_facets.c.seq.between(low_seq, high_seq),

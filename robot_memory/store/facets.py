@@ -13,6 +13,7 @@ from operator import itemgetter
 from sqlalchemy import Connection, select, text
 
 from robot_memory.execution_result import InvalidRecord, stored_fields
+from robot_memory.store.amendments import AMENDMENT, is_amendment
 from robot_memory.store.bulk import insert_rows, placeholder
 from robot_memory.store.schema import (COMBO_FIELDS, OBSERVATION, PARAMETER, RollupShape,
                                        result_combos, result_facets, result_values)
@@ -32,9 +33,16 @@ def facets_of_payload(payload: dict, stamp_ns: int) -> tuple[Combo, list[tuple[i
         fields = stored_fields(payload)
     except InvalidRecord as exc:
         return ("", "", "", "", 0, "", 0, exc.reason), []
-    return _facets(fields.skill_id, fields.target_class, fields.environment, fields.zone,
-                   fields.success, fields.failure_reason, fields.parameters,
-                   fields.observations)
+    facets = _facets(fields.skill_id, fields.target_class, fields.environment, fields.zone,
+                     fields.success, fields.failure_reason, fields.parameters,
+                     fields.observations)
+    return _as_amendment(facets) if is_amendment(payload) else facets
+
+
+def _as_amendment(facets: tuple[Combo, list]) -> tuple[Combo, list]:
+    """An amendment's facets: its combination marked AMENDMENT (no rule counts it as an
+    attempt: what it changes is written apart, store/amendments.py), no values."""
+    return (*facets[0][:7], AMENDMENT), []
 
 
 # The fields facets are made of, read from a payload in one call.
@@ -46,7 +54,8 @@ def facets_of_checked(payload: dict) -> tuple[Combo, list[tuple[int, str, str]]]
     """`facets_of_payload` of a validated ExecutionRecord's payload() (every field
     present, of its type, the values finite floats), read without checking it again: the
     logger appends a thousand a second."""
-    return _facets(*_FACET_FIELDS(payload))
+    facets = _facets(*_FACET_FIELDS(payload))
+    return _as_amendment(facets) if "amends" in payload and payload["amends"] else facets
 
 
 def _facets(skill_id, target_class, environment, zone, success, failure_reason,

@@ -20,6 +20,7 @@ from sqlalchemy.dialects import postgresql
 
 from robot_memory.canonical import canonical_json, plain_canonical_json, sha256_hex
 from robot_memory.event_kinds import EXECUTION_RESULT
+from robot_memory.store.amendments import names_an_attempt, record_attempts
 from robot_memory.store.bulk import insert_rows, placeholder
 from robot_memory.store.facets import ComboIds, insert_facets, roll_up_blocks
 from robot_memory.store.intents import index_intents, intent_of
@@ -142,7 +143,9 @@ class EventLog:
         # bytes, each converted once); links: the same hashes as hex, for the caller;
         # results: (seq, stamp_ns, payload, checked) of the execution results, to index;
         # intents: (intent_id, seq) of the events that carry one (store/intents.py)
-        rows, links, kept, results, intents = [], [], [], [], []
+        # named: (seq, stamp_ns, payload, payload_json) of the results that name an
+        # attempt or amend one (store/amendments.py)
+        rows, links, kept, results, intents, named = [], [], [], [], [], []
         fromhex, prev_stored = bytes.fromhex, bytes.fromhex(prev)
         for kind, payload, stamp_ns, as_decoded, checked_result in new_events:
             seq += 1
@@ -161,6 +164,8 @@ class EventLog:
             kept.append(payload)
             if kind == EXECUTION_RESULT:
                 results.append((seq, stamp_ns, payload, checked_result))
+                if names_an_attempt(payload):  # rare: an attempt named or amended
+                    named.append((seq, stamp_ns, payload, payload_json))
             intent = intent_of(kind, payload)
             if intent is not None:
                 intents.append((intent, seq))
@@ -180,6 +185,10 @@ class EventLog:
                                     for at, stamp_ns, payload, _ in results], self._combos,
                       [checked for *_, checked in results])
         index_intents(conn, chain, [(intent, at, ids[at]) for intent, at in intents])
+        if named:
+            record_attempts(conn, ident, chain, self._combos,
+                            [(ids[at], at, stamp_ns, payload, payload_json)
+                             for at, stamp_ns, payload, payload_json in named])
         # The blocks this append filled are summed now, once (facets.roll_up_blocks).
         block = self.store.rollup.block
         roll_up_blocks(conn, chain, self.store.rollup, (first_seq - 1) // block, seq // block)

@@ -20,7 +20,8 @@ store is not touched) and after, and the upgrade is logged in each chain as a
         the store created it, as it creates any missing table).
 6 -> 7: fleet_segments and fleet_segment_chunks, the segments robots ship to this store
         as their fleet store (empty); intent_events, the intent index (store/intents.py), back-filled from the stored
-        execution results and consultations that name an intent.
+        execution results and consultations that name an intent; the amended attempts
+        (store/amendments.py: empty, no older result names an attempt).
 A store of any older version goes to the current one in one step.
 """
 
@@ -38,8 +39,10 @@ from robot_memory.store.guards import install_append_only_guards
 from robot_memory.store.intents import backfill_intents
 from robot_memory.store.log import NewEvent
 from robot_memory.store.roles import ROBOT_ROLES_TABLE, security_statements
-from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, chain_heads, chains, events,
+from robot_memory.store.schema import (SCHEMA_VERSION, RollupShape, amendment_delta_values,
+                                       amendment_deltas, chain_heads, chains, events,
                                        fleet_segment_chunks, fleet_segments, intent_events,
+                                       result_amendments, result_attempts,
                                        request_ids, result_facets, result_rollup,
                                        result_values, store_info,
                                        value_rollup)
@@ -104,7 +107,9 @@ def migrate_store(store, stamp_ns: int | None = None) -> MigrationReport:
                                        .order_by(chain_heads.c.identity_hash)).scalars())
         if version < 5:
             _to_schema_5(conn, version, identities, store.rollup)
-        for table in (request_ids, fleet_segments, fleet_segment_chunks, intent_events):
+        for table in (request_ids, fleet_segments, fleet_segment_chunks, intent_events,
+                      result_attempts, result_amendments, amendment_deltas,
+                      amendment_delta_values):
             table.create(conn, checkfirst=True)
         for identity in identities:
             report.results_indexed[identity] = (

@@ -71,6 +71,14 @@ RUNTIME_PRIVILEGES = {
     # The intent index (schema 7): written with its event, never changed; removed only
     # with its event, by a compaction.
     "intent_events": "SELECT, INSERT, DELETE",
+    # Amended attempts (schema 7): an attempt's row and an amendment's are updated as
+    # later results decide its final outcome, and stay when compaction removes their
+    # events; the signed rows are written with their event, never changed, and removed
+    # only with it, by a compaction.
+    "result_attempts": "SELECT, INSERT, UPDATE",
+    "result_amendments": "SELECT, INSERT, UPDATE",
+    "amendment_deltas": "SELECT, INSERT, DELETE",
+    "amendment_delta_values": "SELECT, INSERT, DELETE",
 }
 DERIVED_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
 

@@ -18,7 +18,9 @@ from sqlalchemy import (BigInteger, Column, Float, Index, Integer, LargeBinary, 
 #    their hashes stored as 32 bytes (Digest), not 64 hex digits.
 # 6: request_ids (the acknowledged requests a retry is answered from).
 # 7: fleet_segments and fleet_segment_chunks (sealed segments shipped to a fleet store);
-#    intent_events (the results and consultations of each planner intent: the lineage).
+#    intent_events (the results and consultations of each planner intent: the lineage);
+#    result_attempts, result_amendments, amendment_deltas and amendment_delta_values (an
+#    amended attempt counted once, with its final outcome: store/amendments.py).
 SCHEMA_VERSION = 7
 GENESIS_HASH = "0" * 64
 
@@ -320,6 +322,87 @@ intent_events = Table(
     Column("seq", BigInteger, nullable=False),
     Column("event_id", BigInteger, nullable=False),
     PrimaryKeyConstraint("chain_id", "intent_id", "seq", name="intent_events_pkey"),
+    sqlite_with_rowid=False,
+)
+
+# Amended attempts (schema 7; store/amendments.py, docs/consolidation.md#amendments),
+# derived by the append that stores each result naming an attempt (no store of an older
+# schema holds one: results name attempts since schema 7). Kept live: a compaction never removes the attempts and
+# amendments, so an amendment of an attempt whose event was compacted away still finds
+# what it corrects.
+ATTEMPT_KEY_MAX_LENGTH = 160  # an attempt_id (128) or "event:" and an event id
+# One row per named attempt: what its original counted (its combination's fields, its
+# parameters, its stamp, as canonical JSON; '' while only amendments have named it) and
+# the amendment whose outcome it counts now (final_event_id 0: the original's own).
+result_attempts = Table(
+    "result_attempts", metadata,
+    Column("chain_id", Integer, nullable=False),
+    Column("attempt_key", String(ATTEMPT_KEY_MAX_LENGTH), nullable=False),
+    Column("original_event_id", BigInteger, nullable=False),
+    Column("original_json", Text, nullable=False),
+    Column("final_event_id", BigInteger, nullable=False),
+    Column("final_stamp_ns", BigInteger, nullable=False),
+    Column("final_hash", String(64), nullable=False),
+    Column("final_success", Integer, nullable=False),
+    Column("final_reason", Text, nullable=False),
+    PrimaryKeyConstraint("chain_id", "attempt_key", name="result_attempts_pkey"),
+)
+Index("ix_result_attempts_original", result_attempts.c.chain_id,
+      result_attempts.c.original_event_id)
+# One row per amendment: the attempt it names, its rank (stamp, then the hash of its
+# stamp and payload: the latest wins), the outcome and the fields that must match the
+# attempt's, and what became of it (AMENDMENT_DISPOSITIONS), by chain position.
+result_amendments = Table(
+    "result_amendments", metadata,
+    Column("chain_id", Integer, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("attempt_key", String(ATTEMPT_KEY_MAX_LENGTH), nullable=False),
+    Column("stamp_ns", BigInteger, nullable=False),
+    Column("rank_hash", String(64), nullable=False),
+    Column("success", Integer, nullable=False),
+    Column("failure_reason", Text, nullable=False),
+    Column("skill_id", Text, nullable=False),
+    Column("target_class", Text, nullable=False),
+    Column("environment", Text, nullable=False),
+    Column("zone", Text, nullable=False),
+    Column("disposition", String(32), nullable=False),
+    PrimaryKeyConstraint("chain_id", "seq", name="result_amendments_pkey"),
+)
+Index("ix_result_amendments_attempt", result_amendments.c.chain_id,
+      result_amendments.c.attempt_key)
+# What an amendment changes in the counts, as signed rows a pass adds to the result
+# rows of its range: -1 of the outcome the attempt counted, +1 of its new one, under the
+# original's combination (its other fields), time bucket and parameters. Written by the
+# append that decides it (seq, event_id: that event; at_stamp_ns its stamp, for a cut in
+# event time); the newest-support columns of the result rows have no counterpart here:
+# an amendment moves a count, it adds no support. Removed with their range by a
+# compaction, as the result rows are.
+amendment_deltas = Table(
+    "amendment_deltas", metadata,
+    Column("chain_id", Integer, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("combo_id", Integer, nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("at_stamp_ns", BigInteger, nullable=False),
+    Column("stamp_ns", BigInteger, nullable=False),  # the original's
+    Column("n", Integer, nullable=False),
+    PrimaryKeyConstraint("chain_id", "seq", "combo_id", name="amendment_deltas_pkey"),
+    sqlite_with_rowid=False,
+)
+amendment_delta_values = Table(
+    "amendment_delta_values", metadata,
+    Column("chain_id", Integer, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("combo_id", Integer, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("value_repr", Text, nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("at_stamp_ns", BigInteger, nullable=False),
+    Column("stamp_ns", BigInteger, nullable=False),  # the original's
+    Column("n", Integer, nullable=False),
+    PrimaryKeyConstraint("chain_id", "seq", "combo_id", "name",
+                         name="amendment_delta_values_pkey"),
     sqlite_with_rowid=False,
 )
 

@@ -231,7 +231,13 @@ def promoted_status(n: int, config: RulesConfig) -> str:
 
 
 def count_into(counts: dict[str, int], name: str, amount: int = 1) -> None:
-    counts[name] = counts.get(name, 0) + amount
+    """Add `amount` (negative: an amended attempt's outcome taken back) to a named count;
+    a count that comes to 0 is dropped, as if it had never been counted."""
+    total = counts.get(name, 0) + amount
+    if total:
+        counts[name] = total
+    else:
+        counts.pop(name, None)
 
 
 def r6(value: float) -> float:

@@ -9,10 +9,19 @@ from typing import Any
 from robot_memory.consolidation.rules.base import (Partials, RenderedFact,
                                                    RulesConfig, fact_key, max_support,
                                                    promoted_status, r6)
-from robot_memory.consolidation.rules.outcomes import add_counts
-from robot_memory.consolidation.rules.timeline import decayed_totals, timeline_merge
-from robot_memory.consolidation.stats import band_with_n, multiset_merge, wilson_confidence
+from robot_memory.consolidation.rules.outcomes import add_counts, merge_timeline
+from robot_memory.consolidation.rules.timeline import decayed_totals
+from robot_memory.consolidation.stats import band_with_n, merge_named_bag, wilson_confidence
 from robot_memory.store import OutcomeRow, ValueBatch
+
+
+def _shown(entry: dict[str, Any]) -> bool:
+    """Is a reason's entry rendered? Every entry a result itself landed in is (its newest
+    support is that result's, even once an amendment moved its count to another outcome:
+    the fact stays, with its count); one only amendments reached (its support stays 0:
+    docs/consolidation.md#amendments) only while it counts an attempt, so a reason that an
+    amendment counted and a later one took back leaves no fact, in any order of arrival."""
+    return entry["count"] != 0 or entry["last_event_id"] != 0
 
 
 class InteractionPattern:
@@ -21,7 +30,7 @@ class InteractionPattern:
 
     def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
         return [fact_key(state["skill_id"], state["target_class"], reason)
-                for reason in sorted(state["reasons"])]
+                for reason, entry in sorted(state["reasons"].items()) if _shown(entry)]
 
     def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
@@ -42,7 +51,7 @@ class InteractionPattern:
                 "last_stamp_ns": 0}
         part["failures"] += count
         entry["count"] += count
-        add_counts(entry["buckets"], row.bucket, 0, count)
+        add_counts(entry, row.bucket, 0, count)
         if max_id > entry["last_event_id"]:
             entry["last_event_id"] = max_id
         if max_stamp > entry["last_stamp_ns"]:
@@ -69,13 +78,15 @@ class InteractionPattern:
                                                          "last_stamp_ns": 0})
             entry["count"] += part["count"]
             for name, bag in part["parameters"].items():
-                multiset_merge(entry["parameters"].setdefault(name, {}), bag)
-            timeline_merge(entry, part["buckets"], 1, config)
+                merge_named_bag(entry["parameters"], name, bag)
+            merge_timeline(entry, part, 1, config)
             max_support(entry, part)
 
     def render(self, group: str, state: dict[str, Any], config: RulesConfig) -> list[RenderedFact]:
         facts = []
         for reason, entry in sorted(state["reasons"].items()):
+            if not _shown(entry):
+                continue
             safety = reason in config.safety_failure_reasons
             half_life = config.safety_half_life_s if safety else config.half_life_s
             count = entry["count"]
@@ -83,7 +94,8 @@ class InteractionPattern:
             value = {
                 "skill_id": state["skill_id"], "target_class": state["target_class"],
                 "failure_reason": reason, "count": count, "failures": state["failures"],
-                "share_of_failures": r6(count / state["failures"]),
+                "share_of_failures": r6(count / state["failures"]) if state["failures"]
+                else 0.0,
                 "weighted_count": r6(decayed_totals(entry, [half_life], config)[0]),
                 "safety_relevant": safety,
                 "failure_parameters": {name: band_with_n(bag)

@@ -14,10 +14,21 @@ from robot_memory.consolidation.stats import two_proportion_z, wilson_confidence
 SUCCESS, FAILURE, SAFETY_FAILURE = 0, 1, 2
 
 
-def add_counts(buckets: dict[int, int], bucket: int, column: int, count: int) -> None:
-    """Add `count` to one column of a partial timeline's bucket (rows packed: see
-    timeline.packed)."""
+def add_counts(part: dict[str, Any], bucket: int, column: int, count: int) -> None:
+    """Add `count` to one column of the bucket of a partial's timeline (part["buckets"],
+    rows packed: see timeline.packed); a negative count (an amended attempt's outcome
+    taken back) marks the partial `signed`, for merge_timeline."""
+    buckets = part["buckets"]
     buckets[bucket] = buckets.get(bucket, 0) + (count << (COLUMN_BITS * column))
+    if count < 0:
+        part["signed"] = True
+
+
+def merge_timeline(state: dict[str, Any], partial: dict[str, Any], width: int,
+                   config: RulesConfig) -> None:
+    """timeline_merge of a partial's timeline (part["buckets"]), as signed counts when
+    some were negative."""
+    timeline_merge(state, partial["buckets"], width, config, partial.get("signed", False))
 
 
 _SHIFTS = tuple(COLUMN_BITS * column for column in (SUCCESS, FAILURE, SAFETY_FAILURE))
@@ -32,6 +43,8 @@ def note_outcome_row(part: dict[str, Any], success: int, failure_reason: str, bu
         SAFETY_FAILURE if failure_reason in config.safety_failure_reasons else FAILURE)
     buckets = part["buckets"]  # rows packed (timeline.packed)
     buckets[bucket] = buckets.get(bucket, 0) + (count << _SHIFTS[column])
+    if count < 0:  # an amended attempt's outcome taken back: merged as signed counts
+        part["signed"] = True
     if max_id > part["last_event_id"]:
         part["last_event_id"] = max_id
     if max_stamp > part["last_stamp_ns"]:
@@ -97,4 +110,4 @@ def rate_view(state: dict[str, Any], config: RulesConfig
 
 
 def merge_outcomes(state: dict[str, Any], partial: dict[str, Any], config: RulesConfig) -> None:
-    timeline_merge(state, partial["buckets"], 3, config)
+    merge_timeline(state, partial, 3, config)

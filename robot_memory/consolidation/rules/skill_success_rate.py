@@ -10,7 +10,7 @@ from robot_memory.consolidation.rules.base import (RULE_VERSION, STATUS_CONTESTE
                                                    fact_key, max_support, promoted_status)
 from robot_memory.consolidation.rules.outcomes import (merge_outcomes, note_outcome_row,
                                                        rate_view)
-from robot_memory.consolidation.stats import (band_with_n, most_common, multiset_merge,
+from robot_memory.consolidation.stats import (band_with_n, merge_named_bag, most_common,
                                               shrunk_rate)
 from robot_memory.store import OutcomeRow, ValueBatch
 
@@ -92,7 +92,7 @@ def merge_skill_counts(state: dict[str, Any], partial: dict[str, Any],
     state["n"] += partial["n"]
     state["successes"] += partial["successes"]
     for name, bag in partial["success_parameters"].items():
-        multiset_merge(state["success_parameters"].setdefault(name, {}), bag)
+        merge_named_bag(state["success_parameters"], name, bag)
     for reason, count in partial["failure_reasons"].items():
         count_into(state["failure_reasons"], reason, count)
     merge_outcomes(state, partial, config)

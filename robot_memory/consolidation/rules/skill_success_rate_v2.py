@@ -90,20 +90,23 @@ class SkillSuccessRateV2(OneFactPerGroup):
             if triples is None:
                 triples = part["bands"][row.name] = array("q")
             triples.extend((_band_id(row.value_repr), row.bucket, count << 2 | column))
+            if count < 0:  # an amended attempt's outcome taken back
+                part["signed"] = True
 
     def merge(self, state: dict[str, Any], partial: dict[str, Any],
               config: RulesConfig) -> None:
         merge_skill_counts(state, partial, config)  # what v1.0 keeps, then the bands
         state.setdefault("bands", {})
         band_config = config.band_config  # band timelines: buckets of band_bucket_s
+        signed = partial.get("signed", False)
         for name, triples in partial["bands"].items():
             stored = state["bands"].setdefault(name, {})
             for band, buckets in _packed(triples).items():
                 if band not in stored:
-                    stored[band] = new_timeline(buckets, 3, band_config)
+                    stored[band] = new_timeline(buckets, 3, band_config, signed)
                     continue
                 holder = {"timeline": stored[band]}
-                timeline_merge(holder, buckets, 3, band_config)
+                timeline_merge(holder, buckets, 3, band_config, signed)
                 stored[band] = holder["timeline"]
         max_support(state, partial)
 

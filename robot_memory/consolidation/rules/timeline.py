@@ -110,16 +110,34 @@ def timeline_add(state: dict[str, Any], stamp_ns: int, column: int, width: int,
     timeline_merge(state, {config.bucket(stamp_ns): packed(column, 1)}, width, config)
 
 
+def signed_unpacked(row: int, width: int) -> list[int]:
+    """`unpacked` of a row whose counts may be negative (an amended attempt's outcome
+    taken back: rows are sums of count << (COLUMN_BITS * column), each count below 2^63
+    in size): each column's count read as a signed number and taken off before the next."""
+    counts = []
+    for _ in range(width):
+        count = row & _COLUMN_MASK
+        if count >> (COLUMN_BITS - 1):
+            count -= 1 << COLUMN_BITS
+        counts.append(count)
+        row = (row - count) >> COLUMN_BITS
+    return counts
+
+
 def timeline_merge(state: dict[str, Any], packed_counts: dict[int, int], width: int,
-                   config: RulesConfig) -> None:
+                   config: RulesConfig, signed: bool = False) -> None:
     """Add per-bucket counts (from a GROUP BY; bucket -> packed row) to the timeline:
     the same state as timeline_add once per counted event, in any order (the horizon
-    fold depends only on the newest bucket, which only grows)."""
+    fold depends only on the newest bucket, which only grows). With `signed`, counts may
+    be negative (amendments: docs/consolidation.md#amendments): the rows are read as
+    signed numbers and a bucket whose counts all come to 0 is dropped."""
     timeline = _timeline_of(state, width, config)
-    if not packed_counts or _merged_at_the_end(timeline, packed_counts, config) \
-            or _merged_into_empty(timeline, packed_counts, width, config):
+    if not packed_counts or (not signed and (
+            _merged_at_the_end(timeline, packed_counts, config)
+            or _merged_into_empty(timeline, packed_counts, width, config))):
         return
-    counts = {bucket: unpacked(row, width) for bucket, row in packed_counts.items()}
+    read = signed_unpacked if signed else unpacked
+    counts = {bucket: read(row, width) for bucket, row in packed_counts.items()}
     keys = _keys(timeline["first"], timeline["gaps"])
     columns = [column or [0] * len(keys) for column in timeline["columns"]]
     ancient = timeline["ancient"]
@@ -139,22 +157,27 @@ def timeline_merge(state: dict[str, Any], packed_counts: dict[int, int], width: 
             keys.insert(at, bucket)
             for into, count in zip(columns, row):
                 into.insert(at, count)
-    if keys[0] < oldest_kept:  # the newest moved on: fold what fell behind the horizon
+    if keys and keys[0] < oldest_kept:  # the newest moved on: fold what fell behind
         cut = bisect_left(keys, oldest_kept)
         for i, into in enumerate(columns):
             ancient[i] += sum(into[:cut])
             del into[:cut]
         del keys[:cut]
+    if signed:  # buckets an amendment emptied: as if never counted
+        kept = [at for at in range(len(keys)) if any(column[at] for column in columns)]
+        if len(kept) != len(keys):
+            keys = [keys[at] for at in kept]
+            columns = [[column[at] for at in kept] for column in columns]
     state["timeline"] = _laid_out(keys, columns, ancient, timeline["bucket_s"])
 
 
-def new_timeline(packed_counts: dict[int, int], width: int, config: RulesConfig
-                 ) -> dict[str, Any]:
+def new_timeline(packed_counts: dict[int, int], width: int, config: RulesConfig,
+                 signed: bool = False) -> dict[str, Any]:
     """The timeline timeline_merge makes of these counts in an empty state (what a pass
     does for every new group, and for every parameter band of rules v2.0), laid out
-    directly when nothing falls behind the horizon."""
+    directly when nothing falls behind the horizon (and no count is negative)."""
     keys = sorted(packed_counts)
-    if keys and keys[0] >= keys[-1] - config.horizon_buckets():
+    if not signed and keys and keys[0] >= keys[-1] - config.horizon_buckets():
         rows = [packed_counts[bucket] for bucket in keys]
         columns = [[(row >> (COLUMN_BITS * column)) & _COLUMN_MASK for row in rows]
                    for column in range(width)]
@@ -162,7 +185,7 @@ def new_timeline(packed_counts: dict[int, int], width: int, config: RulesConfig
                 "gaps": _runs(keys), "columns": [column if any(column) else []
                                                  for column in columns]}
     holder: dict[str, Any] = {}
-    timeline_merge(holder, packed_counts, width, config)
+    timeline_merge(holder, packed_counts, width, config, signed)
     return holder["timeline"]
 
 

@@ -2,7 +2,10 @@
 robot_memory/consolidation/consolidation_pass.py replaced. It decodes every payload and
 folds one record at a time through the rules' per-record writing (oracle_rules.py),
 rendering with the package's rules; the equivalence tests run it beside the new engine
-and require byte-equal facts and states. Not used by the package.
+and require byte-equal facts and states. Not used by the package. Amendments: its replay
+resolves them over the whole log (resolve_amendments) and counts each amended attempt
+once, with its final outcome; its incremental pass counts no amendment as an attempt but
+does not resolve them.
 
 One consolidation pass over one identity's new events.
 
@@ -15,9 +18,10 @@ twice. Another pass that commits first makes this one raise ConcurrentPass.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
@@ -104,15 +108,23 @@ class Folder:
             self.by_kind = {rule.kind: rule for rule in self.rules}
         self.per_record = PER_RECORD_BY_VERSION[config.rule_version]
 
-    def fold(self, rows: Iterable[tuple[int, int, int, str]]) -> None:
-        """Fold (id, seq, stamp_ns, payload_json) rows of execution results."""
-        chunk: list[tuple[GroupId, Any, int]] = []
+    def fold(self, rows: Iterable[tuple[int, int, int, str]],
+             moves: dict[int, tuple[bool, str]] | None = None) -> None:
+        """Fold (id, seq, stamp_ns, payload_json) rows of execution results. An amendment
+        is no attempt of its own; `moves` (resolve_amendments): the original's event id
+        -> the final outcome its attempt counts, folded as the original under its own
+        outcome, then that outcome taken back and the final one added, both without
+        support."""
+        chunk: list[tuple[GroupId, Any, int, int, bool]] = []
         for event_id, _seq, stamp_ns, payload_json in rows:
             self.report.events_read += 1
+            payload = json.loads(payload_json)
             try:
-                record = record_from_payload(json.loads(payload_json), stamp_ns)
+                record = record_from_payload(payload, stamp_ns)
             except InvalidRecord as exc:
                 self.report.skip(f"invalid_payload:{exc.reason}")
+                continue
+            if payload.get("amends"):
                 continue
             for rule in self.rules:
                 try:
@@ -122,26 +134,83 @@ class Folder:
                     continue
                 kind = rule.kind
                 for group, item in items:
-                    chunk.append(((kind, group), item, event_id))
+                    chunk.append(((kind, group), item, event_id, 1, True))
+            move = (moves or {}).get(event_id)
+            if move is not None:
+                final = replace(record, success=move[0], failure_reason=move[1])
+                for count, moved in ((-1, record), (1, final)):
+                    for rule in self.rules:
+                        try:
+                            items = self.per_record[rule.kind].extract(moved)
+                        except SkipRecord:
+                            continue
+                        chunk += [((rule.kind, group), item, 0, count, False)
+                                  for group, item in items]
             if len(chunk) >= CHUNK:
                 self._fold_chunk(chunk)
                 chunk = []
         self._fold_chunk(chunk)
 
-    def _fold_chunk(self, chunk: list[tuple[GroupId, Any, int]]) -> None:
-        missing = {gid for gid, _, _ in chunk if gid not in self.states}
+    def _fold_chunk(self, chunk: list[tuple[GroupId, Any, int, int, bool]]) -> None:
+        missing = {gid for gid, *_ in chunk if gid not in self.states}
         if missing and self.load is not None:
             for kind in {k for k, _ in missing}:
                 loaded = self.load(kind, {g for k, g in missing if k == kind})
                 for group, state in loaded.items():
                     self.states[(kind, group)] = state
                     self.stored.add((kind, group))
-        for gid, item, event_id in chunk:
+        for gid, item, event_id, count, support in chunk:
             self.per_record[gid[0]].fold(self.states.setdefault(gid, {}), item, event_id,
-                                         self.config)
+                                         self.config, count, support)
 
     def render(self, gid: GroupId) -> list[RenderedFact]:
         return self.by_kind[gid[0]].render(gid[1], self.states[gid], self.config)
+
+
+def resolve_amendments(rows: list[tuple[int, int, int, str]]) -> dict[int, tuple[bool, str]]:
+    """The final outcome of every amended attempt of these (id, seq, stamp_ns,
+    payload_json) rows (a whole log, in chain order), by its original's event id, where
+    it is not the original's own: the amendment naming the attempt, with the original's
+    skill, target, environment and zone, of the latest stamp, ties broken by
+    SHA-256("<stamp>:<payload_json>"). An attempt is named by the attempt_id of the
+    first result giving it, or as "event:<id>" of an earlier result (its attempt_id's
+    name, if it has one); an amendment names no amendment."""
+    originals: dict[str, int] = {}  # attempt name -> the original's event id
+    records, amendments = {}, []  # event id -> record; (name, rank, record)
+    for event_id, _seq, stamp_ns, payload_json in rows:
+        payload = json.loads(payload_json)
+        try:
+            record = record_from_payload(payload, stamp_ns)
+        except InvalidRecord:
+            continue
+        amends, attempt_id = payload.get("amends", ""), payload.get("attempt_id", "")
+        if not amends:
+            records[event_id] = (record, attempt_id)
+            if attempt_id:
+                originals.setdefault(attempt_id, event_id)
+            continue
+        name = amends
+        if amends.startswith("event:"):
+            named = records.get(int(amends[len("event:"):]))
+            if named is None:  # no earlier result (or an amendment)
+                continue
+            name = named[1] or amends
+            originals.setdefault(name, int(amends[len("event:"):]))
+        rank = (stamp_ns, hashlib.sha256(f"{stamp_ns}:{payload_json}".encode()).hexdigest())
+        amendments.append((name, rank, record))
+    moves = {}
+    for name, original_id in originals.items():
+        original = records[original_id][0]
+        fields = (original.skill_id, original.target_class, original.environment, original.zone)
+        matching = [(rank, record) for named, rank, record in amendments if named == name and
+                    (record.skill_id, record.target_class, record.environment,
+                     record.zone) == fields]
+        if matching:
+            final = max(matching, key=lambda m: m[0])[1]
+            if (final.success, final.failure_reason) != (original.success,
+                                                         original.failure_reason):
+                moves[original_id] = (final.success, final.failure_reason)
+    return moves
 
 
 def checkpoint(partition: Partition, conn: Connection) -> tuple[int, int, int]:
@@ -360,10 +429,11 @@ def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *
         last = until_seq if until_seq is not None else partition.head(conn)[0]
         plan = plan_overrides(override_events(partition, conn, last, until_stamp_ns))
         results_until = last if plan.frozen_since is None else min(last, plan.frozen_since)
-        rows = partition.payload_rows(EXECUTION_RESULT, plan.reset_seq, results_until, conn)
+        rows = list(partition.payload_rows(EXECUTION_RESULT, plan.reset_seq, results_until,
+                                           conn))
         if until_stamp_ns is not None:
-            rows = (row for row in rows if row[2] <= until_stamp_ns)
-        folder.fold(rows)
+            rows = [row for row in rows if row[2] <= until_stamp_ns]
+        folder.fold(rows, resolve_amendments(rows))
     rendered = {(f.kind, f.key): f for gid in folder.states for f in folder.render(gid)}
     keys = sorted(set(rendered) | set(plan.operator_facts))
     facts = [f for f in (plan.finalize(key, rendered.get(key)) for key in keys) if f]

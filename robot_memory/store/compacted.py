@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, delete, insert, select, text
 
 from robot_memory.event_kinds import COMPACTION
-from robot_memory.store.schema import (OTHER_THAN_RESULTS, compaction_permits, events,
-                                       amendment_delta_values, amendment_deltas,
+from robot_memory.store.schema import (OTHER_THAN_RESULTS, amendment_delta_values,
+                                       amendment_deltas, compaction_permits, events,
                                        intent_events, request_ids, result_facets,
                                        result_rollup, result_values, value_rollup)
 

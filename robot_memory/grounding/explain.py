@@ -20,7 +20,7 @@ from robot_memory.errors import InputError
 from robot_memory.event_kinds import (CONSOLIDATION_RUN, EXECUTION_RESULT, FACT_CONSULTATION,
                                       KNOWLEDGE_CONFLICT, KNOWLEDGE_CONFLICT_RESOLVED)
 from robot_memory.execution_result import InvalidRecord, record_from_payload
-from robot_memory.store import FactRow, Partition, StoredEvent
+from robot_memory.store import AmendedAttempt, FactRow, Partition, StoredEvent
 
 MAX_IDS = 200  # event ids listed in full; beyond that the count is still exact
 SERVED_AS_FACT = "fact"
@@ -43,9 +43,13 @@ def find_fact(partition: Partition, fact_id: int = 0, kind: str = "",
     raise FactNotFound(f"no fact {wanted} for identity {partition.identity_hash[:12]}")
 
 
-def _supporting(results: Iterable[StoredEvent], fact: FactRow) -> dict[str, Any]:
+def _supporting(results: Iterable[StoredEvent], fact: FactRow,
+                amended: dict[int, AmendedAttempt]) -> dict[str, Any]:
     """The results behind a fact: each is added up on its own by the fact's rule, through
-    the methods a pass calls, and supports the fact if the rule would render its key."""
+    the methods a pass calls, and supports the fact if the rule would render its key. An
+    amended attempt (`amended`, by its original's event id) is its original counted with
+    the final outcome, listed with the amendment that gave it; an amendment supports
+    nothing of its own (docs/consolidation.md#amendments)."""
     # The rules of the version that made the fact (an operator's: the default set's).
     # A kind no set has (a rule being tried out) is looked up among the default's.
     version = fact.rule_version if fact.rule_version in RULE_VERSIONS else DEFAULT_RULE_VERSION
@@ -56,14 +60,24 @@ def _supporting(results: Iterable[StoredEvent], fact: FactRow) -> dict[str, Any]
     outcomes = {"success": 0, "failure": 0}
     parameters: dict[str, dict[str, int]] = {}
     ids: list[int] = []
+    amendments: list[dict[str, Any]] = []
     for event in results:
+        payload = event.payload
+        final = amended.get(event.id)
+        if final is not None:  # counted with the amendment's outcome
+            payload = {**payload, "success": final.success,
+                       "failure_reason": final.failure_reason}
         try:
-            record = record_from_payload(event.payload, event.stamp_ns)
+            record = record_from_payload(payload, event.stamp_ns)
         except InvalidRecord:
             continue
-        if fact.key not in fact_keys_of_result(rule, event.payload, event.stamp_ns, event.id,
+        if fact.key not in fact_keys_of_result(rule, payload, event.stamp_ns, event.id,
                                                config):
             continue
+        if final is not None and len(amendments) < MAX_IDS:
+            amendments.append({
+                "event_id": event.id, "amended_by": final.amendment_event_id,
+                "from": _outcome(event.payload), "to": _outcome(payload)})
         outcomes["success" if record.success else "failure"] += 1
         for name, value in record.parameters.items():
             bag = parameters.setdefault(name, {})
@@ -73,7 +87,15 @@ def _supporting(results: Iterable[StoredEvent], fact: FactRow) -> dict[str, Any]
     return {"count": sum(outcomes.values()), "outcomes": outcomes,
             "parameters": {n: dict(sorted(b.items(), key=lambda kv: float(kv[0])))
                            for n, b in sorted(parameters.items())},
-            "event_ids": ids, "event_ids_truncated": sum(outcomes.values()) > len(ids)}
+            "event_ids": ids, "event_ids_truncated": sum(outcomes.values()) > len(ids),
+            "amended": amendments}
+
+
+def _outcome(payload: dict[str, Any]) -> str:
+    """"success", or "failure" and its reason."""
+    if payload.get("success"):
+        return "success"
+    return f"failure ({payload.get('failure_reason') or 'unspecified'})"
 
 
 def _served_as(payload: dict[str, Any], kind_key: tuple[str, str]) -> str | None:
@@ -141,7 +163,8 @@ def explain_fact(partition: Partition, fact: FactRow,
                      "rule_version": fact.rule_version,
                      "last_supporting_event_id": fact.last_supporting_event_id,
                      "value": fact.value},
-            "supporting_events": _supporting(log([EXECUTION_RESULT]), fact), "runs": runs,
+            "supporting_events": _supporting(log([EXECUTION_RESULT]), fact,
+                                             partition.amended_attempts()), "runs": runs,
             "conflicts": conflicts, "consultations": consultations,
             "archived": archived, "archived_read": read_archives}
 
@@ -160,6 +183,9 @@ def format_explanation(explanation: dict[str, Any]) -> str:
         lines.append(f"    {name}: " + ", ".join(f"{v} x{c}" for v, c in bag.items()))
     more = " ..." if support["event_ids_truncated"] else ""
     lines.append(f"    event ids: {', '.join(map(str, support['event_ids']))}{more}")
+    for attempt in support.get("amended", ()):
+        lines.append(f"    attempt event {attempt['event_id']} amended by event "
+                     f"{attempt['amended_by']}: {attempt['from']} -> {attempt['to']}")
     lines.append(f"  touched by {len(explanation['runs'])} consolidation runs: " +
                  ", ".join(f"event {r['event_id']} (seq {r['first_seq']}..{r['last_seq']})"
                            for r in explanation["runs"]))

@@ -267,5 +267,33 @@ def _move(conn: Connection, combo_ids, at: Written, original: dict[str, Any],
                  for combo_id, n in signed for name, value in original["parameters"]])
 
 
-__all__ = ["AMENDMENT", "AMENDMENT_DISPOSITIONS", "is_amendment", "names_an_attempt",
+class AmendedAttempt(NamedTuple):
+    """An attempt that counts an amendment's outcome, not its original's."""
+
+    original_event_id: int
+    amendment_event_id: int  # the amendment whose outcome counts
+    success: bool
+    failure_reason: str
+
+
+class AmendedAttempts:
+    """The amendments' part of a Partition (store/partition.py), which gives it `store`
+    and its chain number (`chain_number`)."""
+
+    def amended_attempts(self, conn: Connection | None = None) -> dict[int, AmendedAttempt]:
+        """The attempts of this chain whose counted outcome is an amendment's, by the
+        original's event id (`explain` counts each with that outcome)."""
+        if conn is None:
+            with self.store.read() as own:
+                return self.amended_attempts(own)
+        mark = placeholder(conn)
+        rows = conn.exec_driver_sql(
+            "SELECT original_event_id, final_event_id, final_success, final_reason FROM "
+            f"result_attempts WHERE chain_id = {mark} AND original_event_id <> 0 AND "
+            "final_event_id <> 0", (self.chain_number(conn),)).all()
+        return {row[0]: AmendedAttempt(row[0], row[1], bool(row[2]), row[3]) for row in rows}
+
+
+__all__ = ["AMENDMENT", "AMENDMENT_DISPOSITIONS", "AmendedAttempt", "AmendedAttempts",
+           "is_amendment", "names_an_attempt",
            "rank_hash", "record_attempts"]

@@ -4,13 +4,14 @@ Code outside this package reaches the data only through a `Partition`, which is 
 to one identity hash: there is no call that reads or writes another identity's rows.
 Its methods are those of the store's parts, one module each: the episodic log
 (store/log.py), the aggregates the rules read (store/aggregates.py), the semantic
-tier (store/semantic.py), the acknowledged requests (store/requests.py) and the intent
-index (store/intents.py).
+tier (store/semantic.py), the acknowledged requests (store/requests.py), the intent
+index (store/intents.py) and the amended attempts (store/amendments.py).
 """
 
 from __future__ import annotations
 
 from robot_memory.store.aggregates import ResultAggregation
+from robot_memory.store.amendments import AmendedAttempts
 from robot_memory.store.facets import ComboIds
 from robot_memory.store.intents import IntentIndex
 from robot_memory.store.log import EventLog
@@ -18,7 +19,8 @@ from robot_memory.store.requests import AcknowledgedRequests
 from robot_memory.store.semantic import SemanticTier
 
 
-class Partition(EventLog, ResultAggregation, SemanticTier, AcknowledgedRequests, IntentIndex):
+class Partition(EventLog, ResultAggregation, SemanticTier, AcknowledgedRequests, IntentIndex,
+                AmendedAttempts):
     """One identity's slice of the store; the only handle nodes and commands get."""
 
     def __init__(self, store, identity_hash: str):

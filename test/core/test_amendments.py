@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from robot_memory.consolidation import RulesConfig, consolidation_pass, facts_snapshot
 from robot_memory.consolidation.consolidation_pass import replay_snapshot
 from robot_memory.consolidation.rules import RULE_VERSION
+from robot_memory.grounding.explain import explain_fact, find_fact, format_explanation
 from robot_memory.store import MemoryStore
 from robot_memory.store.schema import RollupShape
 
@@ -196,3 +197,21 @@ def test_rules_v1_count_an_amended_attempt_once_too(tmp_path):
     facts = {f["kind"]: f for f in json.loads(snapshots[0])}
     assert facts["skill_success_rate"]["value"]["successes"] == 1
     assert facts["interaction_pattern"]["value"]["count"] == 1
+
+
+def test_explain_shows_the_attempt_and_its_amendment(tmp_path):
+    part = MemoryStore(f"sqlite:///{tmp_path}/s.db").partition(IDENT)
+    original = part.append("execution_result", *_result(True, attempt_id="grasp-7"))
+    consolidation_pass(part, CONFIG)
+    late = part.append("execution_result", *_result(False, "dropped", 160, amends="grasp-7"))
+    consolidation_pass(part, CONFIG)
+    for kind, key in (("skill_success_rate", "manipulation.grasp + cup + sim"),
+                      ("interaction_pattern", "manipulation.grasp + cup + dropped")):
+        explained = explain_fact(part, find_fact(part, kind=kind, key=key))
+        support = explained["supporting_events"]
+        assert (support["count"], support["outcomes"]) == (1, {"success": 0, "failure": 1})
+        assert support["event_ids"] == [original.id]
+        assert support["amended"] == [{"event_id": original.id, "amended_by": late.id,
+                                       "from": "success", "to": "failure (dropped)"}]
+        assert (f"attempt event {original.id} amended by event {late.id}: success -> "
+                "failure (dropped)") in format_explanation(explained)

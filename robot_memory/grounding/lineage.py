@@ -28,7 +28,8 @@ from robot_memory.consolidation.rules import (DEFAULT_RULE_VERSION, RULE_VERSION
                                               rules_for)
 from robot_memory.errors import InputError
 from robot_memory.event_kinds import CONSOLIDATION_RUN, EXECUTION_RESULT, FACT_CONSULTATION
-from robot_memory.store import Partition, StoredEvent, compactions
+from robot_memory.store import (AMENDMENT_APPLIED, AMENDMENT_SUPERSEDED, Partition, StoredEvent,
+                                compactions)
 
 # Runs read per statement while looking for the one that folded a result (usually the
 # first after it).
@@ -99,6 +100,21 @@ def _moved(run: StoredEvent, payload: dict[str, Any], stamp_ns: int, event_id: i
     return sorted(moved)
 
 
+def _as_counted(partition: Partition, entry: dict[str, Any], payload: dict[str, Any],
+                conn: Connection) -> dict[str, Any]:
+    """The payload whose facts a result moved. An amendment is no attempt of its own: it
+    moved its attempt's facts under its outcome once it was counted (applied, or applied
+    and later superseded), nothing when it was held or refused; its disposition is noted
+    in the entry (docs/consolidation.md#amendments)."""
+    if not payload.get("amends"):
+        return payload
+    disposition = partition.disposition_of(entry["event_id"], conn)
+    entry["amendment"] = disposition
+    if disposition in (AMENDMENT_APPLIED, AMENDMENT_SUPERSEDED):
+        return {name: value for name, value in payload.items() if name != "amends"}
+    return payload
+
+
 def _fact_now(fact) -> dict[str, Any]:
     return {"fact_id": fact.id, "kind": fact.kind, "key": fact.key, "status": fact.status,
             "confidence": fact.confidence, "n_observations": fact.n_observations,
@@ -128,6 +144,7 @@ def explain_intent(partition: Partition, intent_id: str) -> dict[str, Any]:
             if kind != EXECUTION_RESULT:
                 continue
             entry = _result(event_id, seq, stamp_ns, payload)
+            counted = _as_counted(partition, entry, payload, conn)
             run = _folding_run(partition, seq, conn)
             entry["folded_by_run"] = run.id if run is not None else None
             entry["moved_facts"] = []
@@ -136,7 +153,7 @@ def explain_intent(partition: Partition, intent_id: str) -> dict[str, Any]:
                                 "rule_version": run.payload.get("rule_version"),
                                 "first_seq": run.payload.get("first_seq"),
                                 "last_seq": run.payload.get("last_seq")}
-                moved = _moved(run, payload, stamp_ns, event_id)
+                moved = _moved(run, counted, stamp_ns, event_id)
                 entry["moved_facts"] = [{"kind": kind_, "key": key} for kind_, key in moved]
                 moved_keys.update(moved)
             results.append(entry)

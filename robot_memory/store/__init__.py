@@ -15,7 +15,8 @@ decides whether a whole store can be trusted (`check_store`).
 
 from robot_memory.store.aggregates import (BucketedParameterCount, OutcomeRow,
                                            ResultAggregates, ValueBatch, one_result_aggregates)
-from robot_memory.store.amendments import AMENDMENT, AMENDMENT_DISPOSITIONS, AmendedAttempt
+from robot_memory.store.amendments import (AMENDMENT, AMENDMENT_APPLIED, AMENDMENT_DISPOSITIONS,
+                                           AMENDMENT_SUPERSEDED, AmendedAttempt)
 from robot_memory.store.chain_check import ChainReport, boot_check, stored_digest, verify_chain
 from robot_memory.store.compacted import Compaction, compactions, kept_digest, remove_range
 from robot_memory.store.integrity import (StoreVerdict, check_store, file_problem,
@@ -34,7 +35,8 @@ from robot_memory.store.tier_digest import (DIGEST_BITS, FACTS_TABLE, RUN_DIGEST
                                             fact_row_hash, fact_rows, newest_run_digest,
                                             state_row_hash, state_rows, stored_tier_digest)
 
-__all__ = ["AMENDMENT", "AMENDMENT_DISPOSITIONS", "AmendedAttempt", "BucketedParameterCount",
+__all__ = ["AMENDMENT", "AMENDMENT_APPLIED", "AMENDMENT_DISPOSITIONS", "AMENDMENT_SUPERSEDED",
+           "AmendedAttempt", "BucketedParameterCount",
            "DIGEST_BITS", "FACTS_TABLE", "GENESIS_HASH", "RUN_DIGEST_KEY", "STATES_TABLE",
            "RecordedDigest", "TierDigest", "TierReport", "check_tier", "compare_tier",
            "fact_row_hash", "fact_rows", "newest_run_digest", "state_row_hash", "state_rows",

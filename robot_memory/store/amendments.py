@@ -50,6 +50,7 @@ REFUSED_MISMATCH, REFUSED_UNKNOWN = "refused:mismatch", "refused:unknown_event"
 REFUSED_CHAINED = "refused:amends_an_amendment"
 AMENDMENT_DISPOSITIONS = (APPLIED, SUPERSEDED, HELD, REFUSED_MISMATCH, REFUSED_UNKNOWN,
                           REFUSED_CHAINED)
+AMENDMENT_APPLIED, AMENDMENT_SUPERSEDED = APPLIED, SUPERSEDED  # as the package exports them
 
 _ATTEMPT_COLUMNS = ("chain_id", "attempt_key", "original_event_id", "original_json",
                     "final_event_id", "final_stamp_ns", "final_hash", "final_success",
@@ -293,7 +294,15 @@ class AmendedAttempts:
             "final_event_id <> 0", (self.chain_number(conn),)).all()
         return {row[0]: AmendedAttempt(row[0], row[1], bool(row[2]), row[3]) for row in rows}
 
+    def disposition_of(self, event_id: int, conn: Connection) -> str | None:
+        """What became of the amendment stored as this event (AMENDMENT_DISPOSITIONS), or
+        None when the event is no amendment of this chain."""
+        mark = placeholder(conn)
+        return conn.exec_driver_sql(
+            f"SELECT disposition FROM result_amendments WHERE chain_id = {mark} AND "
+            f"event_id = {mark}", (self.chain_number(conn), event_id)).scalar()
 
-__all__ = ["AMENDMENT", "AMENDMENT_DISPOSITIONS", "AmendedAttempt", "AmendedAttempts",
+
+__all__ = ["AMENDMENT", "AMENDMENT_APPLIED", "AMENDMENT_DISPOSITIONS", "AMENDMENT_SUPERSEDED", "AmendedAttempt", "AmendedAttempts",
            "is_amendment", "names_an_attempt",
            "rank_hash", "record_attempts"]

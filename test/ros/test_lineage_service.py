@@ -71,12 +71,15 @@ def test_the_lineage_of_an_intent_through_a_planner_loop(probe, start_stack, db_
     def both():
         response = probe.call(ExplainFact, "explain", ExplainFact.Request(intent_id=INTENT))
         results = json.loads(response.explanation_json)["results"]
-        return results if len(results) == 2 else None
-    first, amendment = wait_until(both, 20, "the amendment in the lineage")
+        return results if len(results) == 2 and results[1]["folded_by_run"] else None
+    first, amendment = wait_until(both, 20, "the amendment in the lineage, folded")
     assert first["event_id"] == result["event_id"]  # the original, as it was stored
     assert (first["attempt_id"], first["success"]) == ("grasp-42", False)
     assert (amendment["amends"], amendment["failure_reason"]) == ("grasp-42", "broken")
     assert "amends" not in first and "attempt_id" not in amendment
+    # It counted: it moved its attempt's facts (the attempt once, now broken).
+    assert amendment["amendment"] == "applied"
+    assert {"kind": "skill_success_rate", "key": KEY} in amendment["moved_facts"]
     # An intent nothing carries is said to be unknown, by name.
     missing = probe.call(ExplainFact, "explain", ExplainFact.Request(intent_id="pick-none"))
     assert not missing.found and "'pick-none'" in missing.reason

@@ -92,7 +92,7 @@ def _supporting(results: Iterable[StoredEvent], fact: FactRow,
 
 
 def _outcome(payload: dict[str, Any]) -> str:
-    """"success", or "failure" and its reason."""
+    """The outcome as explain words it: success, or failure and its reason."""
     if payload.get("success"):
         return "success"
     return f"failure ({payload.get('failure_reason') or 'unspecified'})"

@@ -303,6 +303,6 @@ class AmendedAttempts:
             f"event_id = {mark}", (self.chain_number(conn), event_id)).scalar()
 
 
-__all__ = ["AMENDMENT", "AMENDMENT_APPLIED", "AMENDMENT_DISPOSITIONS", "AMENDMENT_SUPERSEDED", "AmendedAttempt", "AmendedAttempts",
-           "is_amendment", "names_an_attempt",
-           "rank_hash", "record_attempts"]
+__all__ = ["AMENDMENT", "AMENDMENT_APPLIED", "AMENDMENT_DISPOSITIONS", "AMENDMENT_SUPERSEDED",
+           "AmendedAttempt", "AmendedAttempts", "is_amendment", "names_an_attempt", "rank_hash",
+           "record_attempts"]

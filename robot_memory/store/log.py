@@ -164,7 +164,10 @@ class EventLog:
             kept.append(payload)
             if kind == EXECUTION_RESULT:
                 results.append((seq, stamp_ns, payload, checked_result))
-                if names_an_attempt(payload):  # rare: an attempt named or amended
+                # Rare: an attempt named or amended (a payload has the keys only when
+                # they are given; names_an_attempt reads them).
+                if ("attempt_id" in payload or "amends" in payload) \
+                        and names_an_attempt(payload):
                     named.append((seq, stamp_ns, payload, payload_json))
             intent = intent_of(kind, payload)
             if intent is not None:

@@ -327,9 +327,9 @@ intent_events = Table(
 
 # Amended attempts (schema 7; store/amendments.py, docs/consolidation.md#amendments),
 # derived by the append that stores each result naming an attempt (no store of an older
-# schema holds one: results name attempts since schema 7). Kept live: a compaction never removes the attempts and
-# amendments, so an amendment of an attempt whose event was compacted away still finds
-# what it corrects.
+# schema holds one: results name attempts since schema 7). Kept live: a compaction never
+# removes the attempts and amendments, so an amendment of an attempt whose event was
+# compacted away still finds what it corrects.
 ATTEMPT_KEY_MAX_LENGTH = 160  # an attempt_id (128) or "event:" and an event id
 # One row per named attempt: what its original counted (its combination's fields, its
 # parameters, its stamp, as canonical JSON; '' while only amendments have named it) and

@@ -157,8 +157,8 @@ def test_an_amendment_by_event_id_and_what_becomes_of_each_is_counted(tmp_path):
     store = MemoryStore(f"sqlite:///{tmp_path}/s.db")
     part = store.partition(IDENT)
     original = part.append("execution_result", *_result(True))
-    part.append("execution_result", *_result(False, "slipped", 150,
-                                              amends=f"event:{original.id}"))
+    by_event = _result(False, "slipped", 150, amends=f"event:{original.id}")
+    part.append("execution_result", *by_event)
     part.append("execution_result", *_result(False, "slipped", 120, amends="event:999999"))
     part.append("execution_result", *_result(True, "", 130, amends="later-1"))
     wrong = dict(_result(False, "collision", 170, amends=f"event:{original.id}")[0],

@@ -165,7 +165,8 @@ def read_inputs(partition: Partition, config: RulesConfig,
                             {rule.kind: rule for rule in rules}, config)
         added = aggregate(partition.result_aggregates(
             after, results_until, int(config.time_bucket_s * 1e9), conn,
-            parameter_buckets=parameter_bucket_ns(rules, config)), config, rules)
+            parameter_buckets=parameter_bucket_ns(rules, config),
+            originals_after=plan.reset_seq), config, rules)
         inputs.partials, inputs.events_read = added.partials, added.events_read
         # Amendments count no attempt of their own: what became of each is counted.
         for disposition, n in partition.amendment_dispositions(after, results_until,
@@ -402,7 +403,8 @@ def replay_snapshot(partition: Partition, config: RulesConfig = RulesConfig(), *
         partials = aggregate(partition.result_aggregates(
             after, results_until, int(config.time_bucket_s * 1e9), conn,
             until_stamp_ns=until_stamp_ns,
-            parameter_buckets=parameter_bucket_ns(rules, config)), config, rules).partials
+            parameter_buckets=parameter_bucket_ns(rules, config),
+            originals_after=plan.reset_seq), config, rules).partials
     by_kind = {rule.kind: rule for rule in rules}
     rendered = render_all(merged_states(partials, {}, config, by_kind), config, by_kind)
     keys = sorted(set(rendered) | set(plan.operator_facts))

@@ -51,7 +51,8 @@ def states_from_log(partition: Partition, config: RulesConfig, conn: Connection,
     until = max(after, checkpoint.done_seq)
     partials = aggregate(partition.result_aggregates(
         after, until, int(config.time_bucket_s * 1e9), conn,
-        parameter_buckets=parameter_bucket_ns(rules, config)), config, rules).partials
+        parameter_buckets=parameter_bucket_ns(rules, config),
+        originals_after=after), config, rules).partials
     by_kind = {rule.kind: rule for rule in rules}
     states = {}
     for kind, groups in partials.groups.items():

@@ -177,7 +177,8 @@ class ResultAggregation:
 
     def result_aggregates(self, after_seq: int, until_seq: int, bucket_ns: int,
                           conn: Connection, until_stamp_ns: int | None = None,
-                          parameter_buckets: int = 0) -> ResultAggregates:
+                          parameter_buckets: int = 0, originals_after: int = 0
+                          ) -> ResultAggregates:
         """The execution results after_seq < seq <= until_seq (and stamp <= until_stamp_ns)
         grouped by what the rules group and count by: value x count, never one row per
         event. The database groups by small integers (combination, time bucket); the
@@ -188,7 +189,9 @@ class ResultAggregation:
         snapshot is needed. With parameter_buckets (a bucket width in ns; 0: not asked
         for), the parameters are grouped by event-time buckets of that width too
         (ValueBatch.bucketed_parameters): a whole block's come from its sums when all its
-        results fall in one bucket, else from its result rows."""
+        results fall in one bucket, else from its result rows. What amendments in the
+        range change is added (`amended`) for the attempts whose original lies after
+        `originals_after` (a reset's position: an attempt from before it counts no more)."""
         chain = self.chain_number(conn)
         rollup = self.store.rollup
         blocks = _whole_blocks(after_seq, until_seq, rollup.block)
@@ -214,7 +217,8 @@ class ResultAggregation:
             if id_lo is not None:
                 pieces.append((where, params, id_lo, id_hi))
         amended, amended_values = self._amended(conn, chain, after_seq, until_seq, bucket_ns,
-                                                until_stamp_ns, parameter_buckets)
+                                                until_stamp_ns, parameter_buckets,
+                                                originals_after)
         if not pieces and blocks is None:
             return ResultAggregates([], [], amended, amended_values)
         # A short range (a consolidator's tick) reads the combinations it uses; a long one
@@ -368,17 +372,18 @@ class ResultAggregation:
             (self.chain_number(conn), after_seq, until_seq)).all())
 
     def _amended(self, conn: Connection, chain: int, after_seq: int, until_seq: int,
-                 bucket_ns: int, until_stamp_ns: int | None, parameter_buckets: int
-                 ) -> tuple[list[OutcomeRow], list[ValueBatch]]:
+                 bucket_ns: int, until_stamp_ns: int | None, parameter_buckets: int,
+                 originals_after: int) -> tuple[list[OutcomeRow], list[ValueBatch]]:
         """The signed rows of the amendments after_seq < seq <= until_seq (written by
         events stamped <= until_stamp_ns), grouped as result_aggregates groups results:
         by combination and the time bucket of the original's stamp. Read whole (they are
         few), before the streams of results open their cursors."""
         mark = placeholder(conn)
         stamp = "" if until_stamp_ns is None else f" AND at_stamp_ns <= {mark}"
-        params = (chain, after_seq, until_seq) + (() if until_stamp_ns is None
-                                                  else (until_stamp_ns,))
-        where = f"chain_id = {mark} AND seq > {mark} AND seq <= {mark}{stamp}"
+        params = (chain, after_seq, until_seq, originals_after) + (
+            () if until_stamp_ns is None else (until_stamp_ns,))
+        where = (f"chain_id = {mark} AND seq > {mark} AND seq <= {mark} AND original_seq > "
+                 f"{mark}{stamp}")
         rows = conn.exec_driver_sql(
             f"SELECT combo_id, {floor_div_sql('stamp_ns', bucket_ns)}, CAST(sum(n) AS BIGINT) "
             f"FROM amendment_deltas WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2", params).all()

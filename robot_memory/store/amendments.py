@@ -58,9 +58,10 @@ _ATTEMPT_COLUMNS = ("chain_id", "attempt_key", "original_event_id", "original_js
 _AMENDMENT_COLUMNS = ("chain_id", "seq", "event_id", "attempt_key", "stamp_ns", "rank_hash",
                       "success", "failure_reason", "skill_id", "target_class", "environment",
                       "zone", "disposition")
-_DELTA_COLUMNS = ("chain_id", "seq", "combo_id", "event_id", "at_stamp_ns", "stamp_ns", "n")
+_DELTA_COLUMNS = ("chain_id", "seq", "combo_id", "event_id", "at_stamp_ns", "original_seq",
+                  "stamp_ns", "n")
 _DELTA_VALUE_COLUMNS = ("chain_id", "seq", "combo_id", "name", "value_repr", "event_id",
-                        "at_stamp_ns", "stamp_ns", "n")
+                        "at_stamp_ns", "original_seq", "stamp_ns", "n")
 
 
 def names_an_attempt(payload: dict[str, Any]) -> bool:
@@ -90,15 +91,15 @@ def rank_hash(stamp_ns: int, payload_json: str) -> str:
     return sha256_hex(f"{int(stamp_ns)}:{payload_json}")
 
 
-def original_of(fields, stamp_ns: int) -> dict[str, Any]:
+def original_of(fields, stamp_ns: int, seq: int) -> dict[str, Any]:
     """What an attempt's counts are made of: its result's combination fields (as
-    store/facets.py makes them), its parameters and its stamp."""
+    store/facets.py makes them), its parameters, its stamp and its chain position."""
     return {"combo": [fields.skill_id, fields.target_class, fields.environment, fields.zone,
                       int(fields.success), fields.failure_reason,
                       int(bool(fields.observations))],
             "parameters": sorted([name, repr(float(value))]
                                  for name, value in fields.parameters.items()),
-            "stamp_ns": int(stamp_ns)}
+            "stamp_ns": int(stamp_ns), "seq": int(seq)}
 
 
 def record_attempts(conn: Connection, identity_hash: str, chain: int, combo_ids,
@@ -119,7 +120,7 @@ def record_attempts(conn: Connection, identity_hash: str, chain: int, combo_ids,
             _amend(conn, identity_hash, combo_ids, at, fields, amends,
                    rank_hash(stamp_ns, payload_json))
         elif type(attempt_id) is str and attempt_id:
-            _register(conn, combo_ids, at, attempt_id, original_of(fields, stamp_ns))
+            _register(conn, combo_ids, at, attempt_id, original_of(fields, stamp_ns, seq))
 
 
 def _attempt(conn: Connection, chain: int, key: str):
@@ -243,7 +244,7 @@ def _attempt_named(conn: Connection, identity_hash: str, combo_ids, chain: int, 
         except InvalidRecord:
             return None, REFUSED_UNKNOWN
         _register(conn, combo_ids, Written(chain, seq, event_id, stamp_ns), key,
-                  original_of(fields, stamp_ns))
+                  original_of(fields, stamp_ns, seq))
     return key, None
 
 
@@ -258,14 +259,14 @@ def _move(conn: Connection, combo_ids, at: Written, original: dict[str, Any],
                  has_observations, "")
     new_combo = (skill, target, environment, zone, int(new[0]), new[1], has_observations, "")
     ids = combo_ids.ids_of(conn, {old_combo, new_combo})
-    stamp = original["stamp_ns"]
+    stamp, seq = original["stamp_ns"], original["seq"]
     signed = ((ids[old_combo], -1), (ids[new_combo], 1))
     insert_rows(conn, amendment_deltas, _DELTA_COLUMNS,
-                [(at.chain, at.seq, combo_id, at.event_id, at.stamp_ns, stamp, n)
+                [(at.chain, at.seq, combo_id, at.event_id, at.stamp_ns, seq, stamp, n)
                  for combo_id, n in signed])
     insert_rows(conn, amendment_delta_values, _DELTA_VALUE_COLUMNS,
-                [(at.chain, at.seq, combo_id, name, value, at.event_id, at.stamp_ns, stamp, n)
-                 for combo_id, n in signed for name, value in original["parameters"]])
+                [(at.chain, at.seq, combo_id, name, value, at.event_id, at.stamp_ns, seq, stamp,
+                  n) for combo_id, n in signed for name, value in original["parameters"]])
 
 
 class AmendedAttempt(NamedTuple):

@@ -385,6 +385,7 @@ amendment_deltas = Table(
     Column("combo_id", Integer, nullable=False),
     Column("event_id", BigInteger, nullable=False),
     Column("at_stamp_ns", BigInteger, nullable=False),
+    Column("original_seq", BigInteger, nullable=False),  # the original's position
     Column("stamp_ns", BigInteger, nullable=False),  # the original's
     Column("n", Integer, nullable=False),
     PrimaryKeyConstraint("chain_id", "seq", "combo_id", name="amendment_deltas_pkey"),
@@ -399,6 +400,7 @@ amendment_delta_values = Table(
     Column("value_repr", Text, nullable=False),
     Column("event_id", BigInteger, nullable=False),
     Column("at_stamp_ns", BigInteger, nullable=False),
+    Column("original_seq", BigInteger, nullable=False),  # the original's position
     Column("stamp_ns", BigInteger, nullable=False),  # the original's
     Column("n", Integer, nullable=False),
     PrimaryKeyConstraint("chain_id", "seq", "combo_id", "name",

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from robot_memory.consolidation import RulesConfig, consolidation_pass, facts_snapshot
 from robot_memory.consolidation.consolidation_pass import replay_snapshot
+from robot_memory.consolidation.overrides import record_reset
 from robot_memory.consolidation.rules import RULE_VERSION
 from robot_memory.grounding.explain import explain_fact, find_fact, format_explanation
 from robot_memory.store import MemoryStore
@@ -215,3 +216,17 @@ def test_explain_shows_the_attempt_and_its_amendment(tmp_path):
                                        "from": "success", "to": "failure (dropped)"}]
         assert (f"attempt event {original.id} amended by event {late.id}: success -> "
                 "failure (dropped)") in format_explanation(explained)
+
+
+def test_after_a_reset_an_amendment_of_an_attempt_before_it_counts_nothing(tmp_path):
+    part = MemoryStore(f"sqlite:///{tmp_path}/s.db").partition(IDENT)
+    part.append("execution_result", *_result(True, attempt_id="before-reset"))
+    consolidation_pass(part, CONFIG)
+    record_reset(part, "ops", "start over", 120 * 10**9, tmp_path / "archive.json")
+    part.append("execution_result", *_result(False, "dropped", 160, amends="before-reset"))
+    part.append("execution_result", *_result(True, "", 170))
+    consolidation_pass(part, CONFIG)
+    fact = _skill_fact(part)
+    assert (fact["n_observations"], fact["value"]["successes"]) == (1, 1)
+    assert replay_snapshot(part, CONFIG) == facts_snapshot(part)
+    assert oracle_consolidation.replay_snapshot(part, CONFIG) == facts_snapshot(part)

@@ -109,12 +109,13 @@ class Folder:
         self.per_record = PER_RECORD_BY_VERSION[config.rule_version]
 
     def fold(self, rows: Iterable[tuple[int, int, int, str]],
-             moves: dict[int, tuple[bool, str]] | None = None) -> None:
+             moves: dict[int, tuple[tuple[bool, str], list]] | None = None) -> None:
         """Fold (id, seq, stamp_ns, payload_json) rows of execution results. An amendment
         is no attempt of its own; `moves` (resolve_amendments): the original's event id
         -> the final outcome its attempt counts, folded as the original under its own
         outcome, then that outcome taken back and the final one added, both without
-        support."""
+        support; every outcome an amendment of it gave is folded 0 times (its group
+        made, as the pass makes it whatever the order)."""
         chunk: list[tuple[GroupId, Any, int, int, bool]] = []
         for event_id, _seq, stamp_ns, payload_json in rows:
             self.report.events_read += 1
@@ -137,8 +138,14 @@ class Folder:
                     chunk.append(((kind, group), item, event_id, 1, True))
             move = (moves or {}).get(event_id)
             if move is not None:
-                final = replace(record, success=move[0], failure_reason=move[1])
-                for count, moved in ((-1, record), (1, final)):
+                final_outcome, touched = move
+                final = replace(record, success=final_outcome[0],
+                                failure_reason=final_outcome[1])
+                changes = [] if final_outcome == (record.success, record.failure_reason) \
+                    else [(-1, record), (1, final)]
+                changes += [(0, replace(record, success=success, failure_reason=reason))
+                            for success, reason in touched]
+                for count, moved in changes:
                     for rule in self.rules:
                         try:
                             items = self.per_record[rule.kind].extract(moved)
@@ -167,12 +174,13 @@ class Folder:
         return self.by_kind[gid[0]].render(gid[1], self.states[gid], self.config)
 
 
-def resolve_amendments(rows: list[tuple[int, int, int, str]]) -> dict[int, tuple[bool, str]]:
+def resolve_amendments(rows: list[tuple[int, int, int, str]]
+                       ) -> dict[int, tuple[tuple[bool, str], list[tuple[bool, str]]]]:
     """The final outcome of every amended attempt of these (id, seq, stamp_ns,
-    payload_json) rows (a whole log, in chain order), by its original's event id, where
-    it is not the original's own: the amendment naming the attempt, with the original's
-    skill, target, environment and zone, of the latest stamp, ties broken by
-    SHA-256("<stamp>:<payload_json>"). An attempt is named by the attempt_id of the
+    payload_json) rows (a whole log, in chain order), and the outcomes of all its
+    amendments, by its original's event id. The final one: the amendment naming the
+    attempt, with the original's skill, target, environment and zone, of the latest
+    stamp, ties broken by SHA-256("<stamp>:<payload_json>"). An attempt is named by the attempt_id of the
     first result giving it, or as "event:<id>" of an earlier result (its attempt_id's
     name, if it has one); an amendment names no amendment."""
     originals: dict[str, int] = {}  # attempt name -> the original's event id
@@ -207,9 +215,8 @@ def resolve_amendments(rows: list[tuple[int, int, int, str]]) -> dict[int, tuple
                      record.zone) == fields]
         if matching:
             final = max(matching, key=lambda m: m[0])[1]
-            if (final.success, final.failure_reason) != (original.success,
-                                                         original.failure_reason):
-                moves[original_id] = (final.success, final.failure_reason)
+            moves[original_id] = ((final.success, final.failure_reason),
+                                  [(r.success, r.failure_reason) for _, r in matching])
     return moves
 
 

@@ -44,9 +44,10 @@ def note_support(state: dict[str, Any], event_id: int, stamp_ns: int,
 
 def timeline_add(state: dict[str, Any], stamp_ns: int, column: int, width: int,
                  config: RulesConfig, count: int = 1) -> None:
-    """`count` events (negative: taken back) in one column of the bucket of stamp_ns."""
+    """`count` events (negative: taken back; 0: the group made, nothing counted) in one
+    column of the bucket of stamp_ns."""
     timeline_merge(state, {config.bucket(stamp_ns): packed(column, count)}, width, config,
-                   signed=count < 0)
+                   signed=count < 1)
 
 
 def bag_add(bags: dict[str, dict[str, int]], name: str, value: float, count: int) -> None:

@@ -145,11 +145,12 @@ def _register(conn: Connection, combo_ids, at: Written, key: str,
         f"AND attempt_key = {mark} AND disposition = {mark} ORDER BY seq",
         (at.chain, key, HELD)).all()
     final = (0, 0, "", success, reason)  # (event id, stamp, hash, success, reason)
-    decided = []
+    decided, outcomes = [], []
     for seq, event_id, stamp, digest, amended_success, amended_reason, *named in held:
         if list(named) != original["combo"][:4]:
             decided.append((REFUSED_MISMATCH, seq))
             continue
+        outcomes.append((amended_success, amended_reason))
         if final[0] == 0 or (stamp, digest) > (final[1], final[2]):
             if final[0]:
                 decided.append((SUPERSEDED, final[5]))
@@ -158,7 +159,7 @@ def _register(conn: Connection, combo_ids, at: Written, key: str,
             decided.append((SUPERSEDED, seq))
     if final[0]:
         decided.append((APPLIED, final[5]))
-        _move(conn, combo_ids, at, original, (success, reason), (final[3], final[4]))
+    _move(conn, combo_ids, at, original, (success, reason), (final[3], final[4]), outcomes)
     insert_rows(conn, result_attempts, _ATTEMPT_COLUMNS,
                 [(at.chain, key, at.event_id, canonical_json(original), *final[:5])])
     _set_dispositions(conn, at.chain, decided)
@@ -188,6 +189,9 @@ def _amend(conn: Connection, identity_hash: str, combo_ids, at: Written, fields,
                 disposition = REFUSED_MISMATCH
             elif final_id and (at.stamp_ns, digest) <= (final_stamp, final_hash):
                 disposition = SUPERSEDED
+                counted = (final_success, final_reason)
+                _move(conn, combo_ids, at, original, counted, counted,
+                      [(int(fields.success), fields.failure_reason)])
             else:
                 disposition = APPLIED
                 success = int(fields.success)
@@ -249,24 +253,33 @@ def _attempt_named(conn: Connection, identity_hash: str, combo_ids, chain: int, 
 
 
 def _move(conn: Connection, combo_ids, at: Written, original: dict[str, Any],
-          counted: tuple[int, str], new: tuple[int, str]) -> None:
-    """Write the change of an attempt's outcome from `counted` to `new` (success,
-    failure_reason) as signed rows of event `at`."""
-    if (int(counted[0]), counted[1]) == (int(new[0]), new[1]):
-        return
+          counted: tuple[int, str], new: tuple[int, str],
+          touched: list[tuple[int, str]] = ()) -> None:
+    """Write, as signed rows of event `at`, the change of an attempt's outcome from
+    `counted` to `new` (success, failure_reason), and a row of 0 for each outcome of
+    `touched` (amendments of the attempt that do not count): whatever the order they
+    came in, every outcome an amendment of the attempt gave has its group, so that the
+    groups (and the facts rendered of them) are the same in every order."""
     skill, target, environment, zone, _, _, has_observations = original["combo"]
-    old_combo = (skill, target, environment, zone, int(counted[0]), counted[1],
-                 has_observations, "")
-    new_combo = (skill, target, environment, zone, int(new[0]), new[1], has_observations, "")
-    ids = combo_ids.ids_of(conn, {old_combo, new_combo})
+
+    def combo(outcome: tuple[int, str]) -> tuple:
+        return (skill, target, environment, zone, int(outcome[0]), outcome[1],
+                has_observations, "")
+    signed: dict[tuple, int] = {combo(outcome): 0 for outcome in touched}
+    if combo(counted) != combo(new):
+        signed[combo(counted)] = signed.get(combo(counted), 0) - 1
+        signed[combo(new)] = signed.get(combo(new), 0) + 1
+    if not signed:
+        return
+    ids = combo_ids.ids_of(conn, set(signed))
     stamp, seq = original["stamp_ns"], original["seq"]
-    signed = ((ids[old_combo], -1), (ids[new_combo], 1))
+    rows = [(ids[key], n) for key, n in sorted(signed.items())]
     insert_rows(conn, amendment_deltas, _DELTA_COLUMNS,
                 [(at.chain, at.seq, combo_id, at.event_id, at.stamp_ns, seq, stamp, n)
-                 for combo_id, n in signed])
+                 for combo_id, n in rows])
     insert_rows(conn, amendment_delta_values, _DELTA_VALUE_COLUMNS,
                 [(at.chain, at.seq, combo_id, name, value, at.event_id, at.stamp_ns, seq, stamp,
-                  n) for combo_id, n in signed for name, value in original["parameters"]])
+                  n) for combo_id, n in rows if n for name, value in original["parameters"]])
 
 
 class AmendedAttempt(NamedTuple):

@@ -15,22 +15,13 @@ from robot_memory.consolidation.stats import band_with_n, merge_named_bag, wilso
 from robot_memory.store import OutcomeRow, ValueBatch
 
 
-def _shown(entry: dict[str, Any]) -> bool:
-    """Is a reason's entry rendered? Every entry a result itself landed in is (its newest
-    support is that result's, even once an amendment moved its count to another outcome:
-    the fact stays, with its count); one only amendments reached (its support stays 0:
-    docs/consolidation.md#amendments) only while it counts an attempt, so a reason that an
-    amendment counted and a later one took back leaves no fact, in any order of arrival."""
-    return entry["count"] != 0 or entry["last_event_id"] != 0
-
-
 class InteractionPattern:
     kind = "interaction_pattern"
     parameter_buckets = False  # reads ValueBatch.parameters (not per bucket)
 
     def fact_keys(self, group: str, state: dict[str, Any]) -> list[str]:
         return [fact_key(state["skill_id"], state["target_class"], reason)
-                for reason, entry in sorted(state["reasons"].items()) if _shown(entry)]
+                for reason in sorted(state["reasons"])]
 
     def add_outcome(self, row: OutcomeRow, config: RulesConfig, into: Partials) -> None:
         groups = into.groups.setdefault(self.kind, {})
@@ -85,8 +76,6 @@ class InteractionPattern:
     def render(self, group: str, state: dict[str, Any], config: RulesConfig) -> list[RenderedFact]:
         facts = []
         for reason, entry in sorted(state["reasons"].items()):
-            if not _shown(entry):
-                continue
             safety = reason in config.safety_failure_reasons
             half_life = config.safety_half_life_s if safety else config.half_life_s
             count = entry["count"]

@@ -16,11 +16,12 @@ SUCCESS, FAILURE, SAFETY_FAILURE = 0, 1, 2
 
 def add_counts(part: dict[str, Any], bucket: int, column: int, count: int) -> None:
     """Add `count` to one column of the bucket of a partial's timeline (part["buckets"],
-    rows packed: see timeline.packed); a negative count (an amended attempt's outcome
-    taken back) marks the partial `signed`, for merge_timeline."""
+    rows packed: see timeline.packed); a count below 1 (an amended attempt's outcome
+    taken back, or moves that add up to nothing) marks the partial `signed`, for
+    merge_timeline: its buckets may add up to 0, to be dropped."""
     buckets = part["buckets"]
     buckets[bucket] = buckets.get(bucket, 0) + (count << (COLUMN_BITS * column))
-    if count < 0:
+    if count <= 0:
         part["signed"] = True
 
 
@@ -43,7 +44,7 @@ def note_outcome_row(part: dict[str, Any], success: int, failure_reason: str, bu
         SAFETY_FAILURE if failure_reason in config.safety_failure_reasons else FAILURE)
     buckets = part["buckets"]  # rows packed (timeline.packed)
     buckets[bucket] = buckets.get(bucket, 0) + (count << _SHIFTS[column])
-    if count < 0:  # an amended attempt's outcome taken back: merged as signed counts
+    if count <= 0:  # an amended attempt's outcome taken back: merged as signed counts
         part["signed"] = True
     if max_id > part["last_event_id"]:
         part["last_event_id"] = max_id

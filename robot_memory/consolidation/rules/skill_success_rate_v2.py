@@ -90,7 +90,7 @@ class SkillSuccessRateV2(OneFactPerGroup):
             if triples is None:
                 triples = part["bands"][row.name] = array("q")
             triples.extend((_band_id(row.value_repr), row.bucket, count << 2 | column))
-            if count < 0:  # an amended attempt's outcome taken back
+            if count <= 0:  # an amended attempt's outcome taken back
                 part["signed"] = True
 
     def merge(self, state: dict[str, Any], partial: dict[str, Any],

@@ -20,6 +20,7 @@ from robot_memory.consolidation.consolidation_pass import replay_snapshot
 from robot_memory.consolidation.overrides import record_reset
 from robot_memory.consolidation.rules import RULE_VERSION
 from robot_memory.grounding.explain import explain_fact, find_fact, format_explanation
+from robot_memory.retention.compaction import compact, compactable_until
 from robot_memory.store import MemoryStore
 from robot_memory.store.schema import RollupShape
 
@@ -244,3 +245,21 @@ def test_after_a_reset_an_amendment_of_an_attempt_before_it_counts_nothing(tmp_p
     assert (fact["n_observations"], fact["value"]["successes"]) == (1, 1)
     assert replay_snapshot(part, CONFIG) == facts_snapshot(part)
     assert oracle_consolidation.replay_snapshot(part, CONFIG) == facts_snapshot(part)
+
+
+def test_an_amendment_of_an_attempt_compaction_removed_still_counts(tmp_path):
+    part = MemoryStore(f"sqlite:///{tmp_path}/s.db").partition(IDENT)
+    plain = part.append("execution_result", *_result(True, "", 90))
+    part.append("execution_result", *_result(True, attempt_id="old-1"))
+    consolidation_pass(part, CONFIG)
+    report = compact(part, compactable_until(part), tmp_path / "segments", stamp_ns=10**11)
+    assert report.compaction and part.count_events("execution_result") == 0
+    part.append("execution_result", *_result(False, "dropped", 160, amends="old-1"))
+    # A result without an attempt_id, never amended before it was compacted, is no more.
+    part.append("execution_result", *_result(False, "dropped", 165,
+                                              amends=f"event:{plain.id}"))
+    report = consolidation_pass(part, CONFIG)
+    assert report.skipped == {"amendment:applied": 1, "amendment:refused:unknown_event": 1}
+    fact = _skill_fact(part)
+    assert (fact["n_observations"], fact["value"]["successes"]) == (2, 1)
+    assert fact["value"]["failure_reasons"] == {"dropped": 1}

@@ -180,9 +180,9 @@ def resolve_amendments(rows: list[tuple[int, int, int, str]]
     payload_json) rows (a whole log, in chain order), and the outcomes of all its
     amendments, by its original's event id. The final one: the amendment naming the
     attempt, with the original's skill, target, environment and zone, of the latest
-    stamp, ties broken by SHA-256("<stamp>:<payload_json>"). An attempt is named by the attempt_id of the
-    first result giving it, or as "event:<id>" of an earlier result (its attempt_id's
-    name, if it has one); an amendment names no amendment."""
+    stamp, ties broken by SHA-256("<stamp>:<payload_json>"). An attempt is named by the
+    attempt_id of the first result giving it, or as "event:<id>" of an earlier result
+    (its attempt_id's name, if it has one); an amendment names no amendment."""
     originals: dict[str, int] = {}  # attempt name -> the original's event id
     records, amendments = {}, []  # event id -> record; (name, rank, record)
     for event_id, _seq, stamp_ns, payload_json in rows:

@@ -256,8 +256,8 @@ def test_an_amendment_of_an_attempt_compaction_removed_still_counts(tmp_path):
     assert report.compaction and part.count_events("execution_result") == 0
     part.append("execution_result", *_result(False, "dropped", 160, amends="old-1"))
     # A result without an attempt_id, never amended before it was compacted, is no more.
-    part.append("execution_result", *_result(False, "dropped", 165,
-                                              amends=f"event:{plain.id}"))
+    by_event = _result(False, "dropped", 165, amends=f"event:{plain.id}")
+    part.append("execution_result", *by_event)
     report = consolidation_pass(part, CONFIG)
     assert report.skipped == {"amendment:applied": 1, "amendment:refused:unknown_event": 1}
     fact = _skill_fact(part)

@@ -219,3 +219,27 @@ def test_the_intent_index_works_under_the_runtime_role_and_stays_private(fleet):
     assert [r["skill_id"] for r in lineage["results"]] == ["manipulation.grasp"]
     assert run_as(fleet.url(fleet.robot_a), "SELECT count(*) FROM intent_events") == [(1,)]
     assert run_as(fleet.url(fleet.robot_b), "SELECT count(*) FROM intent_events") == [(0,)]
+
+
+def test_amendments_work_under_the_runtime_role_and_stay_private(fleet):
+    """After the tests that count robot A's chain (it appends to it). An amendment held,
+    its attempt, a later amendment: the runtime role inserts and updates the attempt and
+    amendment rows through row-level security, and robot B sees none of them."""
+    store = MemoryStore(fleet.url(fleet.robot_a))
+    partition = store.partition(A)
+    original = result_event(900, success=True)
+    named = [original._replace(payload={**original.payload, "amends": "grasp-a"},
+                               stamp_ns=original.stamp_ns + 10**9),
+             original._replace(payload={**original.payload, "attempt_id": "grasp-a"}),
+             original._replace(payload={**original.payload, "amends": "grasp-a",
+                                        "success": False, "failure_reason": "broken"},
+                               stamp_ns=original.stamp_ns + 2 * 10**9)]
+    for event in named:
+        partition.append_many([event])
+    report = consolidation_pass(partition)
+    store.close()
+    assert {k: v for k, v in report.skipped.items() if k.startswith("amendment")} == {
+        "amendment:applied": 1, "amendment:superseded": 1}
+    assert run_as(fleet.url(fleet.robot_a), "SELECT count(*) FROM result_attempts") == [(1,)]
+    assert run_as(fleet.url(fleet.robot_b),
+                  "SELECT count(*) FROM result_amendments") == [(0,)]

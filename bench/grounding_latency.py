@@ -22,8 +22,15 @@ process (GroundingIndex.lookup answering ANALOGY) at --analogy-targets known tar
 load, p99 at most 1.5x the same-payload echo (which sends back that ANALOGY answer).
 --analogies-only measures just these and merges them into the existing result file.
 
+Last the lineage of an action (`lineage` in the result): the main measurement again,
+alternately with and without a planner process (bench.lineage_caller) calling `explain`
+with an intent_id at --lineage-rate, --lineage-runs of each. Goal: ground's p99 over
+the echo's moves by no more than the run-to-run spread of the runs without it.
+--lineage-only measures just this and merges it into the existing result file.
+
     python -m bench.grounding_latency [--events N] [--facts M] [--requests R] [--tails]
                                       [--tail-requests R] [--analogies-only]
+                                      [--lineage-only] [--lineage-rate HZ]
                                       [--out bench/results/grounding_latency.json]
 """
 
@@ -286,7 +293,8 @@ def exited(stack: Stack, helpers: dict[str, subprocess.Popen]) -> dict[str, int]
 
 
 def run(args: argparse.Namespace, load_rate: float | None = None, one_process: bool = False,
-        lookups: bool = True, question: Question | None = None) -> dict:
+        lookups: bool = True, question: Question | None = None,
+        lineage_rate: float = 0.0) -> dict:
     """One measurement on a fresh copy of the store (each run changes it: the load)."""
     keys = KeySpace.for_facts(args.facts)
     question = question or plain_question(keys)
@@ -298,8 +306,16 @@ def run(args: argparse.Namespace, load_rate: float | None = None, one_process: b
         with nodes_log(Path(scratch) / "nodes.log") as log:
             with running_system(url, args.events, args.facts, load_rate, log, question,
                                 one_process, args.rule_version) as (stack, helpers):
+                lineage_out = Path(scratch) / "lineage.json"
+                if lineage_rate:
+                    helpers["lineage"] = start_helper("bench.lineage_caller", "--rate",
+                                                      str(lineage_rate), "--out",
+                                                      str(lineage_out), log=log)
                 measured = measure(question, args.requests, lambda: store_activity(url),
                                    Path(scratch), log)
+                if lineage_rate:
+                    stop_helper(helpers.pop("lineage"), grace_s=10.0)
+                    measured["lineage_calls"] = json.loads(lineage_out.read_text())
                 if exited(stack, helpers):
                     raise RuntimeError(f"processes exited during the run: "
                                        f"{exited(stack, helpers)}")
@@ -329,6 +345,30 @@ def tails(args: argparse.Namespace) -> dict:
             "modes": found,
             "meets_goal": all(cell["within_1_1x"] for cells in found.values()
                               for cell in cells.values())}
+
+
+def lineage(args: argparse.Namespace) -> dict:
+    """`ground`'s p99 over the echo's with a planner asking for the lineage of an action
+    (`explain` with an intent_id) at --lineage-rate, against runs without: alternated,
+    --lineage-runs of each. Goal: the mean ratio with lineage within the run-to-run
+    spread of the ratios without it (their max minus min), or below them."""
+    ratios: dict[str, list[float]] = {"without": [], "with": []}
+    calls = []
+    for _ in range(args.lineage_runs):
+        for name, rate in (("without", 0.0), ("with", args.lineage_rate)):
+            measured = run(args, lookups=False, lineage_rate=rate)
+            ratio = measured["ground"]["p99_ms"] / measured["echo"]["p99_ms"]
+            ratios[name].append(round(ratio, 3))
+            if rate:
+                calls.append(measured["lineage_calls"])
+            print(f"  {name} lineage calls: p99 {ratio:.3f}x the echo", flush=True)
+    spread = max(ratios["without"]) - min(ratios["without"])
+    mean = {name: sum(values) / len(values) for name, values in ratios.items()}
+    moved = mean["with"] - mean["without"]
+    return {"lineage_rate_per_s": args.lineage_rate, "requests": args.requests,
+            "p99_ratios": ratios, "mean_p99_ratio": {k: round(v, 3) for k, v in mean.items()},
+            "moved": round(moved, 3), "spread_without": round(spread, 3),
+            "lineage_calls": calls, "meets_goal": moved <= spread}
 
 
 def with_verdict(result: dict) -> dict:
@@ -381,6 +421,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rule-version", default=None,
                         help="the consolidator's rule_version (default: the parameter "
                              "table's), to compare rule sets under the same load")
+    parser.add_argument("--lineage-only", action="store_true",
+                        help="measure only ground with and without lineage calls, merged "
+                             "into --out")
+    parser.add_argument("--lineage-rate", type=float, default=10.0,
+                        help="explain --intent calls per second beside the measurement")
+    parser.add_argument("--lineage-runs", type=int, default=2,
+                        help="runs with and without lineage calls, alternated")
     parser.add_argument("--out")
     return parser.parse_args()
 
@@ -388,6 +435,10 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     isolate_ros_traffic()
+    if args.lineage_only:
+        path = merge_result("grounding_latency", "lineage", lineage(args), args.out)
+        print(f"merged into {path}")
+        return
     if args.analogies_only:
         path = merge_result("grounding_latency", "analogies", analogies(args), args.out)
         print(f"merged into {path}")
@@ -396,6 +447,7 @@ def main() -> None:
     if args.tails:
         result["tails"] = tails(args)
     result["analogies"] = analogies(args)
+    result["lineage"] = lineage(args)
     path = write_result("grounding_latency", result, args.out)
     ground, echo, alone = result["ground"], result["echo"], result["lookup_alone"]
     print(f"{result['events']} events, {result['facts_in_store']} facts, load "

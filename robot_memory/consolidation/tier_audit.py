@@ -224,7 +224,10 @@ def rederive(partition: Partition, config: RulesConfig = RulesConfig(),
                            f"{compacted[-1].until_seq} is in archive segments; give "
                            "--archives DIR to re-derive it")
         return audit
-    if forgotten:  # on purpose and on the record: that history can no longer be read
+    # Forgotten on purpose and on the record, and not put back (a shipped segment
+    # gathered from the fleet is): that history can no longer be read.
+    forgotten = [name for name in forgotten if not (Path(archive_dir) / name).exists()]
+    if forgotten:
         audit.lines.append(f"semantic tier not re-derived: {len(forgotten)} archive "
                            f"segment(s) were forgotten on purpose (newest {forgotten[-1]}), "
                            "so the whole history is no longer there to re-derive it from")

@@ -12,7 +12,8 @@ Read through the intent index (store/intents.py), never by scanning the log:
   moved: those the result supports by the run's rules, as they stand now.
 
 Events that compactions removed from the live store are not listed; the lineage says
-up to which chain position history was compacted.
+up to which chain position history was compacted. Of an intent with more than
+MAX_LINEAGE_EVENTS events, the newest are listed and the others counted.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ from robot_memory.store import (AMENDMENT_APPLIED, AMENDMENT_SUPERSEDED, Partiti
 # Runs read per statement while looking for the one that folded a result (usually the
 # first after it).
 RUN_BATCH = 8
+# The events of one intent a lineage lists, newest first kept: a plan step has a few; an
+# intent id reused for every request (a planner that never changes it) would otherwise
+# make an answer as large as the log. The rest are counted.
+MAX_LINEAGE_EVENTS = 200
 
 
 class IntentNotFound(InputError):
@@ -126,7 +131,9 @@ def explain_intent(partition: Partition, intent_id: str) -> dict[str, Any]:
     snapshot of the store. Raises IntentNotFound (an InputError) when no live event of
     this identity carries it."""
     with partition.store.read() as conn:
-        rows = partition.intent_event_rows(intent_id, conn)
+        rows = partition.intent_event_rows(intent_id, conn, newest=MAX_LINEAGE_EVENTS)
+        older = partition.intent_event_count(intent_id, conn) - len(rows) \
+            if len(rows) == MAX_LINEAGE_EVENTS else 0
         found = compactions(partition.identity_hash, conn)
         compacted_until = max((c.until_seq for c in found), default=0)
         if not rows:
@@ -161,12 +168,15 @@ def explain_intent(partition: Partition, intent_id: str) -> dict[str, Any]:
     return {"intent_id": intent_id, "consultations": consultations, "results": results,
             "runs": [runs[run_id] for run_id in sorted(runs)],
             "facts": [_fact_now(f) for f in sorted(facts, key=lambda f: (f.kind, f.key))],
-            "compacted_until_seq": compacted_until}
+            "compacted_until_seq": compacted_until, "older_events_not_listed": older}
 
 
 def format_lineage(lineage: dict[str, Any]) -> str:
     """`explain_intent`'s result as the text `robot-memory explain --intent` prints."""
     lines = [f"intent {lineage['intent_id']}"]
+    if lineage.get("older_events_not_listed"):
+        lines.append(f"  the newest {MAX_LINEAGE_EVENTS} of its events are listed; "
+                     f"{lineage['older_events_not_listed']} older ones are not")
     consultations = lineage["consultations"]
     lines.append(f"  {len(consultations)} grounding consultation(s)")
     for c in consultations:

@@ -1,7 +1,7 @@
 """The text a model reads from each memory tool.
 
 The first line of every answer is a verdict a model cannot miss: what kind of answer
-this is (OK, ABSTAIN, ANALOGY, PRIOR, REFUSED, UNAVAILABLE, UNSUPPORTED, PREVIEW,
+this is (OK, ABSTAIN, ANALOGY, PRIOR, REFUSED, UNAVAILABLE, PREVIEW,
 REPLAY, FACTS, EXPLAIN), the reason code in parentheses where there is one, and what
 the model may or may not do with it. The rest is the evidence, one fact a line.
 
@@ -156,11 +156,6 @@ def render_explain_action(found: bool, reason: str, explanation_text: str,
         return (f"NOT FOUND: memory has no lineage for intent {intent_id}: {reason}. It is no "
                 "evidence that the action happened or not.")
     return f"EXPLAIN: the lineage of intent {intent_id}.\n" + explanation_text
-
-
-def unsupported(what: str, reason: str) -> str:
-    """A question the running stack cannot answer at all."""
-    return f"UNSUPPORTED: {what}: {reason}. Nothing was read."
 
 
 def render_facts(identity_hash: str, run_event_id: int,

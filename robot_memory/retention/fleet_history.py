@@ -17,6 +17,7 @@ from pathlib import Path
 from robot_memory.event_kinds import SEGMENT_FORGOTTEN
 from robot_memory.retention.destinations import SegmentDestination
 from robot_memory.retention.segments import file_sha256
+from robot_memory.retention.shipping import shipped_segments
 from robot_memory.store import Partition, compactions
 
 
@@ -37,16 +38,19 @@ def gather_segments(partition: Partition, local_dir: Path, destination: SegmentD
                     into: Path) -> GatheredSegments:
     """Put every segment of the identity's compactions into `into` (an empty scratch
     folder): a link to the robot's own copy when it matches its compaction, else a copy
-    fetched from `destination` (checked). Segments forgotten on purpose are skipped."""
+    fetched from `destination` (checked). A segment forgotten on the robot is fetched
+    when its shipment's receipt is in the log (the disk budget forgets shipped segments
+    first: the fleet still holds them); one forgotten without a receipt is skipped."""
     ident = partition.identity_hash
     with partition.store.read() as conn:
         found = compactions(ident, conn)
         forgotten = {e.payload.get("segment") for e in partition.events(
             kinds=[SEGMENT_FORGOTTEN], conn=conn)}
+        shipped = shipped_segments(partition, conn)
     report = GatheredSegments(ident)
     into.mkdir(parents=True, exist_ok=True)
     for c in found:
-        if c.segment in forgotten:
+        if c.segment in forgotten and shipped.get(c.segment) != c.segment_sha256:
             continue
         own, target = Path(local_dir) / c.segment, into / c.segment
         if own.is_file() and file_sha256(own) == c.segment_sha256:

@@ -39,7 +39,6 @@ IDENTITY_STATES = {IdentityStatus.UNVERIFIED: "UNVERIFIED", IdentityStatus.VERIF
                    IdentityStatus.INVALID_MANIFEST: "INVALID_MANIFEST",
                    IdentityStatus.STORE_CORRUPTED: "STORE_CORRUPTED"}
 INACTIVE = "inactive:"  # how a node of the stack that is not serving begins its reason
-LINEAGE_UNSUPPORTED = "lineage not supported by this stack"
 
 
 def fact_dict(fact) -> dict[str, Any]:
@@ -170,10 +169,7 @@ class StackTools:
                                            response.explanation_text)
 
     def explain_action(self, intent_id: str) -> str:
-        request = ExplainFact.Request()
-        if not hasattr(request, "intent_id"):  # an ExplainFact.srv from before lineage
-            return answers.unsupported("explain_action", LINEAGE_UNSUPPORTED)
-        request.intent_id = intent_id
+        request = ExplainFact.Request(intent_id=intent_id)
         response, problem = self._call(self._explain, request, "explain_action")
         if problem:
             return problem

@@ -73,16 +73,30 @@ def backfill_intents(conn: Connection, identity_hash: str, chain: int) -> int:
 class IntentIndex:
     """Partition methods (store/partition.py) that read the intent index of its chain."""
 
-    def intent_event_rows(self, intent_id: str, conn: Connection
+    def intent_event_rows(self, intent_id: str, conn: Connection, newest: int | None = None
                           ) -> list[tuple[int, int, str, int, str]]:
-        """(event id, seq, kind, stamp_ns, payload as stored) of every live event of this
-        identity that carries `intent_id`, in chain order: one range of the index's key,
-        joined to the events by id."""
+        """(event id, seq, kind, stamp_ns, payload as stored) of the live events of this
+        identity that carry `intent_id` (the `newest` of them, when given), in chain
+        order: one range of the index's key, read from its end, joined to the events by
+        id."""
         chain = self.chain_number(conn)
         if not chain or not intent_id:
             return []
         mark = placeholder(conn)
-        return [tuple(row) for row in conn.exec_driver_sql(
+        limit = f" LIMIT {int(newest)}" if newest is not None else ""
+        rows = [tuple(row) for row in conn.exec_driver_sql(
             "SELECT e.id, e.seq, e.kind, e.stamp_ns, e.payload_json FROM intent_events i "
             f"JOIN events e ON e.id = i.event_id WHERE i.chain_id = {mark} AND "
-            f"i.intent_id = {mark} ORDER BY i.seq", (chain, intent_id)).all()]
+            f"i.intent_id = {mark} ORDER BY i.seq DESC{limit}", (chain, intent_id)).all()]
+        rows.reverse()
+        return rows
+
+    def intent_event_count(self, intent_id: str, conn: Connection) -> int:
+        """How many live events of this identity carry `intent_id` (the index alone)."""
+        chain = self.chain_number(conn)
+        if not chain or not intent_id:
+            return 0
+        mark = placeholder(conn)
+        return conn.exec_driver_sql(
+            f"SELECT count(*) FROM intent_events WHERE chain_id = {mark} AND "
+            f"intent_id = {mark}", (chain, intent_id)).scalar()

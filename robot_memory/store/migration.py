@@ -19,10 +19,10 @@ store is not touched) and after, and the upgrade is logged in each chain as a
 5 -> 6: request_ids, the acknowledged requests (empty: no older store kept any; opening
         the store created it, as it creates any missing table).
 6 -> 7: fleet_segments and fleet_segment_chunks, the segments robots ship to this store
-        as their fleet store (empty); intent_events, the intent index
-        (store/intents.py), back-filled from the stored execution results and
-        consultations that name an intent; the amended attempts (store/amendments.py:
-        empty, no older result names an attempt).
+        as their fleet store (empty); intent_events, the intent index (store/intents.py),
+        back-filled from the stored execution results and consultations that name an
+        intent; the amended attempts (store/amendments.py: empty, no older result names
+        an attempt).
 A store of any older version goes to the current one in one step.
 """
 

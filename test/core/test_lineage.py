@@ -178,3 +178,19 @@ def test_explain_intent_on_the_command_line(db_url, manifest_file):
     lineage = json.loads(as_json.stdout)
     assert [r["success"] for r in lineage["results"]] == [False, True]
     assert [c["consultation_id"] for c in lineage["consultations"]] == ["c1", "c3"]
+
+
+def test_an_intent_reused_by_every_request_lists_its_newest_events_and_counts_the_rest(
+        db_url, monkeypatch):
+    """A planner that never changes its intent id: the lineage stays bounded (the newest
+    MAX_LINEAGE_EVENTS events, in chain order) and says how many older ones it leaves."""
+    from robot_memory.grounding import lineage as lineage_module
+    monkeypatch.setattr(lineage_module, "MAX_LINEAGE_EVENTS", 5)
+    partition = MemoryStore(db_url).partition(IDENT)
+    partition.append_many([with_intent(result_event(i), "always") for i in range(12)])
+    lineage = explain_intent(partition, "always")
+    assert [r["seq"] for r in lineage["results"]] == list(range(8, 13))
+    assert lineage["older_events_not_listed"] == 7
+    assert "7 older ones are not" in format_lineage(lineage)
+    partition.append_many([with_intent(result_event(20), "few")])
+    assert explain_intent(partition, "few")["older_events_not_listed"] == 0

@@ -137,3 +137,30 @@ def test_a_fleet_store_url_that_is_neither_postgresql_nor_a_folder_is_refused(ur
         destination_from_url(url)
     assert refused.value.field == "fleet_store_url"
     assert "hunter2" not in str(refused.value)
+
+
+def test_segments_the_budget_forgot_after_shipping_verify_from_the_fleet(tmp_path):
+    """The disk budget forgets shipped segments first (on the record); the fleet still
+    holds them, so the whole chain re-hashes and the tier re-derives from the live store
+    plus the fleet's copies, while a segment forgotten without a receipt stays skipped."""
+    from robot_memory.retention.budget import SHIPPED, hold_budget
+    store, partition = compacted_store(tmp_path)
+    fleet = tmp_path / "fleet"
+    shipper = Shipper(FolderDestination(fleet), tmp_path / "segments", backoff_cap_s=2,
+                      time_limit_s=60)
+    assert len(shipper.run(partition, lambda: 5).shipped) == 3
+    held = hold_budget(partition, tmp_path / "segments", 1, shipping_configured=True,
+                       stamp_ns=6)
+    assert [d.reason for d in held.forgotten] == [SHIPPED] * 3
+    assert not list((tmp_path / "segments").glob("*.segment*"))
+    local = verify_archives(partition, tmp_path / "segments")
+    assert local.ok and (local.segments, local.forgotten) == (0, 3)
+    store.close()
+    done = subprocess.run([sys.executable, "-m", "robot_memory.cli", "verify", "--full",
+                           "--db", f"sqlite:///{tmp_path / 'memory.db'}", "--archives",
+                           str(tmp_path / "segments"), "--fleet", str(fleet)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 fetched from the fleet store" in done.stdout
+    assert "3 archive segment(s) intact" in done.stdout
+    assert "not re-derived" not in done.stdout, done.stdout

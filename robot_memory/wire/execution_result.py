@@ -14,6 +14,11 @@ of valid UTF-8 without a NUL, bools that are 0 or 1). For anything else
 `malformed` whatever does not lie within its bytes (`structure_problem`), unread by
 rclpy, whose deserializer some such bytes crash; only the rest (big-endian CDR, a string
 or a bool rclpy reads otherwise) goes to rclpy. ROS-free.
+
+The message before `attempt_id` and `amends` existed (OLD_LAYOUT) ended with `notes`; the
+two came after it, so the bytes of such a result (a skill built against the older
+message, a bag recorded before) end where `notes` does, and read here with both empty.
+Only little-endian: a big-endian result of the older layout is refused as `malformed`.
 """
 
 from __future__ import annotations
@@ -38,9 +43,11 @@ LAYOUT = Layout("robot_memory/ExecutionResult", (
     ("environment", "string"), ("zone", "string"),
     ("parameters", "robot_memory/KeyValue[]"), ("observations", "robot_memory/KeyValue[]"),
     ("success", "bool"), ("failure_reason", "string"), ("duration_s", "float64"),
-    ("intent_id", "string"), ("attempt_id", "string"), ("amends", "string"),
-    ("notes", "string")))
+    ("intent_id", "string"), ("notes", "string"), ("attempt_id", "string"),
+    ("amends", "string")))
 LAYOUTS = (LAYOUT,)
+# The message before the attempt fields: every field but the last two.
+OLD_LAYOUT = Layout(LAYOUT.type_name, LAYOUT.fields[:-2])
 _NESTED = layouts_by_name(*cdr.LAYOUTS, *key_value.LAYOUTS)
 
 
@@ -85,9 +92,12 @@ def result_fields_from_cdr(data: bytes) -> dict[str, Any] | None:
         pos += -(pos - BODY) & 7
         (duration_s,) = unpack_f64(data, pos)
         intent_id, pos = read_text(data, pos + 8)
-        attempt_id, pos = read_text(data, pos)
-        amends, pos = read_text(data, pos)
         notes, pos = read_text(data, pos)
+        if len(data) - pos <= MAX_PADDING:  # the older message: it ends with notes
+            attempt_id = amends = ""
+        else:
+            attempt_id, pos = read_text(data, pos)
+            amends, pos = read_text(data, pos)
     except (ValueError, StructError, IndexError):  # UnicodeDecodeError is a ValueError
         return None
     after = len(data) - pos  # padding: at most 3 bytes, at least what the header declares

@@ -104,8 +104,8 @@ def test_well_formed_bytes_this_reader_leaves_to_rclpy_are_read_by_it():
         "no NUL at a string's end": _changed(_VALID, skill_at + 18, b"x"),
         "not UTF-8": _changed(_VALID, skill_at, b"\xff"),
         "a bool of 2": _changed(_VALID, bool_at, b"\x02"),
-        "notes of length 0 (no NUL)": _VALID[:_VALID.rindex(b"\x02\x00\x00\x00n\x00")]
-        + bytes(4),
+        # The last field, amends, empty ("\x01\x00\x00\x00\x00"), given length 0.
+        "a last string of length 0 (no NUL)": _VALID[:-5] + bytes(4),
         "big-endian": bytes(store.serialize_cdr(store.deserialize_cdr(_VALID, name), name,
                                                 little_endian=False)),
     }

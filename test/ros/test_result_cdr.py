@@ -123,7 +123,7 @@ def test_out_of_bounds_bytes_are_refused_with_where_and_never_deserialized():
         b"\x00\x07" + data[2:]: "unsupported encapsulation 0x0007 (read: plain CDR, 0x0000 "
                                 "big-endian or 0x0001 little-endian)",
         b"\x01\x00" + data[2:]: "unsupported encapsulation 0x0100",
-        data[:-1]: "notes: a string of 2 bytes at byte",
+        data[:-1]: "amends: a string of 1 bytes at byte",
         data[:count_at] + struct.pack("<I", 2**31) + data[count_at + 4:]:
             "parameters: 2147483648 elements in the",
         data + bytes(8): "8 bytes after the message's",

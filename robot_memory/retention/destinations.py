@@ -23,7 +23,7 @@ from sqlalchemy import URL, create_engine, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from robot_memory.errors import StoreFailure
-from robot_memory.retention.segments import file_sha256
+from robot_memory.retention.segments import file_sha256, sync_directory
 from robot_memory.store.fleet_segments import (UploadMismatch, confirmed_upload, insert_upload,
                                                read_upload)
 
@@ -225,19 +225,10 @@ def _write_checked(target: Path, chunks, sha256: str) -> None:
             raise ShippingError(f"{target.name}: the copy hashes to "
                                 f"{digest.hexdigest()[:12]}, not {sha256[:12]}")
         os.replace(partial, target)
-        _sync_directory(target.parent)
+        sync_directory(target.parent)
     finally:
         if partial.exists():
             partial.unlink()
-
-
-def _sync_directory(directory: Path) -> None:
-    """The rename is durable once the folder's entry is synced."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 __all__ = ["CHUNK_BYTES", "FleetStoreDestination", "FolderDestination", "SegmentDestination",

@@ -106,7 +106,7 @@ def write_segment(path: Path, header: dict, rows: Iterable[SegmentRow],
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(partial, path)
-        _sync_directory(path.parent)
+        sync_directory(path.parent)
     except (OSError, zstandard.ZstdError) as exc:
         try:
             partial.unlink(missing_ok=True)
@@ -132,7 +132,8 @@ class _HashingWriter:
         self.raw.flush()
 
 
-def _sync_directory(directory: Path) -> None:
+def sync_directory(directory: Path) -> None:
+    """Make a rename in `directory` durable: sync the folder's entry."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -222,4 +223,5 @@ def _parse(path: Path, number: int, line: bytes):
 
 
 __all__ = ["FORMAT", "FORMAT_PLAIN", "SUFFIX", "SUFFIX_PLAIN", "SegmentError", "SegmentRow",
-           "file_sha256", "is_segment_file", "read_segment", "segment_name", "write_segment"]
+           "file_sha256", "is_segment_file", "read_segment", "segment_name", "sync_directory",
+           "write_segment"]

@@ -21,6 +21,19 @@ from robot_memory.store import MemoryStore, compactions
 from test_compaction import CONFIG, IDENT, stream
 
 
+def verify_from_the_fleet(where, fleet):
+    """`robot-memory verify --full` of the store in `where`, its archive folder and the
+    fleet folder: it passes, with the three segments fetched and intact; its run."""
+    done = subprocess.run([sys.executable, "-m", "robot_memory.cli", "verify", "--full",
+                           "--db", f"sqlite:///{where / 'memory.db'}", "--archives",
+                           str(where / "segments"), "--fleet", str(fleet)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 fetched from the fleet store" in done.stdout
+    assert "3 archive segment(s) intact" in done.stdout
+    return done
+
+
 def compacted_store(where, rounds=3):
     """A robot's SQLite store with `rounds` compactions, their segments in where/segments."""
     store = MemoryStore(f"sqlite:///{where / 'memory.db'}")
@@ -68,13 +81,7 @@ def test_segments_ship_to_a_folder_with_receipts_and_verify_from_there(tmp_path)
     report = verify_archives(partition, tmp_path / "gathered")
     assert report.ok and report.segments == 3, report.describe()
     store.close()
-    done = subprocess.run([sys.executable, "-m", "robot_memory.cli", "verify", "--full",
-                           "--db", f"sqlite:///{tmp_path / 'memory.db'}", "--archives",
-                           str(tmp_path / "segments"), "--fleet", str(fleet)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 fetched from the fleet store" in done.stdout
-    assert "3 archive segment(s) intact" in done.stdout
+    verify_from_the_fleet(tmp_path, fleet)
 
 
 def test_a_damaged_or_partial_copy_in_the_folder_is_not_taken_for_shipped(tmp_path):
@@ -156,11 +163,5 @@ def test_segments_the_budget_forgot_after_shipping_verify_from_the_fleet(tmp_pat
     local = verify_archives(partition, tmp_path / "segments")
     assert local.ok and (local.segments, local.forgotten) == (0, 3)
     store.close()
-    done = subprocess.run([sys.executable, "-m", "robot_memory.cli", "verify", "--full",
-                           "--db", f"sqlite:///{tmp_path / 'memory.db'}", "--archives",
-                           str(tmp_path / "segments"), "--fleet", str(fleet)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 fetched from the fleet store" in done.stdout
-    assert "3 archive segment(s) intact" in done.stdout
+    done = verify_from_the_fleet(tmp_path, fleet)
     assert "not re-derived" not in done.stdout, done.stdout

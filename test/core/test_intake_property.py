@@ -102,9 +102,13 @@ def build_message(message: dict):
         sec=stamp_ns // S, nanosec=stamp_ns % S), frame_id="")
     pairs = {kind: [TYPES["robot_memory/msg/KeyValue"](key=k, value=v)
                     for k, v in message[kind]] for kind in ("parameters", "observations")}
-    return TYPES[EXECUTION_RESULT_TYPE](
-        header=header, **pairs, **{k: v for k, v in message.items()
-                                   if k not in ("stamp_ns", "parameters", "observations")})
+    fields = {k: v for k, v in message.items()
+              if k not in ("stamp_ns", "parameters", "observations")}
+    # A message always has the attempt fields; a result that names no attempt leaves them
+    # empty, as a plain result leaves them out.
+    fields.setdefault("attempt_id", "")
+    fields.setdefault("amends", "")
+    return TYPES[EXECUTION_RESULT_TYPE](header=header, **pairs, **fields)
 
 
 def serialized(case: Case) -> bytes:

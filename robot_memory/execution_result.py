@@ -23,7 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo,
+                      field_validator)
 
 from robot_memory.errors import InputError
 
@@ -111,18 +112,10 @@ class ExecutionRecord(BaseModel):
             raise ValueError(f"skill_id {value!r} is not a dotted name")
         return value
 
-    @field_validator("attempt_id")
+    @field_validator("attempt_id", "amends")
     @classmethod
-    def _attempt_id(cls, value: str) -> str:
-        problem = attempt_name_problem(value, amends=False)
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("amends")
-    @classmethod
-    def _amends(cls, value: str) -> str:
-        problem = attempt_name_problem(value, amends=True)
+    def _attempt_name(cls, value: str, info: ValidationInfo) -> str:
+        problem = attempt_name_problem(value, amends=info.field_name == "amends")
         if problem:
             raise ValueError(problem)
         return value
